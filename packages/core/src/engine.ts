@@ -1,0 +1,319 @@
+/**
+ * The engine runs one protected request: claim -> execute -> store or release. It is the only place that
+ * decides; stores just answer. Adapters (the tRPC middleware, an HTTP handler) give it the request's identity
+ * and fingerprint, and an `execute` callback that runs the real work and says what to store.
+ *
+ * Two modes:
+ * - atomic (default when the store offers it): claim, work and stored response share one database
+ *   transaction. Exactly-once for database effects, and no extra commit per request.
+ * - lease: the claim is committed on its own with a lease and a fence, the work runs, the response is stored
+ *   under that fence. For work whose effects leave the database (a payment provider): pass its key downstream.
+ *
+ * Completed records never change until they expire, so they are cached in process: a replay that hits the
+ * cache costs no database round trip.
+ */
+import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
+import type { ClaimRequest, ClaimResult, IdempotencyStore, RecordId, StoredRecord, StoredResponse } from "./store.js";
+import { RecordState } from "./store.js";
+
+/** Every decision the engine takes, so apps can log and count them. */
+export const IdempotencyEventType = {
+  /** The request ran and its response was stored (or, for a 5xx, released). */
+  EXECUTED: "executed",
+  /** A stored response was replayed instead of running the request. */
+  REPLAYED: "replayed",
+  /** The key was in use by a running request: answered IN_PROGRESS. */
+  CONFLICT: "conflict",
+  /** The key was used before with another input: answered FINGERPRINT_MISMATCH. */
+  MISMATCH: "mismatch",
+  /** A running request's lease had ended (it crashed or hung): this request took the key over and ran. */
+  TAKEOVER: "takeover",
+  /** The request failed in a way worth retrying; its record was deleted (or rolled back) so a retry runs. */
+  RELEASED: "released",
+  /** This request's lease was taken over while it ran; its result was discarded. */
+  LEASE_LOST: "lease_lost",
+  /** The store failed; the request was refused with STORE_UNAVAILABLE and did not run. */
+  STORE_ERROR: "store_error",
+} as const;
+export type IdempotencyEventType = (typeof IdempotencyEventType)[keyof typeof IdempotencyEventType];
+
+export interface IdempotencyEvent extends RecordId {
+  type: IdempotencyEventType;
+  /** For `conflict`: when a retry can succeed, in ms from now. */
+  retryAfterMs?: number;
+  /** For `store_error` and `released`: what went wrong. */
+  error?: unknown;
+}
+
+/** The mode a request runs in; see the module comment. */
+export const IdempotencyMode = { ATOMIC: "atomic", LEASE: "lease" } as const;
+export type IdempotencyMode = (typeof IdempotencyMode)[keyof typeof IdempotencyMode];
+
+export interface IdempotencyEngineOptions<Tx> {
+  /** Where records live. */
+  store: IdempotencyStore<Tx>;
+  /** `atomic` when the store supports it (the default then), else `lease`. */
+  mode?: IdempotencyMode;
+  /** How long a completed record is replayed, in ms. Default 24 hours. */
+  ttlMs?: number;
+  /**
+   * Lease mode: how long a claim protects a running request, in ms, before a retry may take over. Longer than
+   * the slowest request you expect; a crash blocks the key this long. Default 60 seconds.
+   */
+  leaseMs?: number;
+  /** Atomic mode: how long to suggest a client waits after the store's wait limit passed, in ms. Default 1 s. */
+  busyRetryAfterMs?: number;
+  /** Completed records kept in memory for cheap replays. 0 turns the cache off. Default 10,000. */
+  replayCacheSize?: number;
+  /** The clock, in ms since the epoch. Injected so tests can move time; stores never read their own. */
+  now?: () => number;
+  /** Called once per decision. Must not throw. */
+  onEvent?: (event: IdempotencyEvent) => void;
+}
+
+/** Identity and fingerprint of one request. */
+export interface IdempotentRequest extends RecordId {
+  fingerprint: string;
+}
+
+/** What `execute` hands the work. */
+export interface Execution<Tx> {
+  /** Atomic mode: the transaction to write with. Lease mode: undefined. */
+  tx: Tx | undefined;
+}
+
+/**
+ * What the work produced. `response` is stored and replayed from then on; leave it undefined to release the
+ * key instead (a 5xx, or anything the client should retry with the same key). A response with a status of 400 or
+ * more is stored, but in atomic mode the work's writes are rolled back first.
+ */
+export interface Settlement<T> {
+  value: T;
+  response: StoredResponse | undefined;
+}
+
+export type RunResult<T> = { replayed: false; value: T } | { replayed: true; response: StoredResponse };
+
+const HOUR_MS = 3_600_000;
+
+/** Builds the engine once per protected endpoint; `run` is called per request. */
+export function createIdempotencyEngine<Tx>({
+  store,
+  mode = store.atomic ? IdempotencyMode.ATOMIC : IdempotencyMode.LEASE,
+  ttlMs = 24 * HOUR_MS,
+  leaseMs = 60_000,
+  busyRetryAfterMs = 1_000,
+  replayCacheSize = 10_000,
+  now = Date.now,
+  onEvent,
+}: IdempotencyEngineOptions<Tx>) {
+  const atomic = store.atomic;
+  if (mode === IdempotencyMode.ATOMIC && !atomic) {
+    throw new TypeError("This store has no atomic mode; use mode: 'lease'.");
+  }
+  const cache = new ReplayCache(replayCacheSize);
+  const emit = (type: IdempotencyEventType, id: RecordId, extra?: Partial<IdempotencyEvent>) =>
+    onEvent?.({ type, scope: id.scope, path: id.path, key: id.key, ...extra });
+
+  /** Replays or refuses a record that another request claimed. */
+  function answerExisting(request: IdempotentRequest, record: StoredRecord, at: number): RunResult<never> {
+    if (record.fingerprint !== request.fingerprint) {
+      emit(IdempotencyEventType.MISMATCH, request);
+      throw new IdempotencyError(
+        IdempotencyErrorCode.FINGERPRINT_MISMATCH,
+        "This Idempotency-Key was already used with a different request body; use a new key for a new request.",
+      );
+    }
+    if (record.state === RecordState.COMPLETED) {
+      cache.set(request, record);
+      emit(IdempotencyEventType.REPLAYED, request);
+      return { replayed: true, response: record.response };
+    }
+    const retryAfterMs = Math.max(record.leaseExpiresAt - at, 0);
+    return conflict(request, retryAfterMs);
+  }
+
+  function conflict(request: IdempotentRequest, retryAfterMs: number): never {
+    emit(IdempotencyEventType.CONFLICT, request, { retryAfterMs });
+    throw new IdempotencyError(
+      IdempotencyErrorCode.IN_PROGRESS,
+      "A request with this Idempotency-Key is still being processed; retry later.",
+      { retryAfterMs },
+    );
+  }
+
+  function storeFailure(request: IdempotentRequest, error: unknown): IdempotencyError {
+    emit(IdempotencyEventType.STORE_ERROR, request, { error });
+    return new IdempotencyError(
+      IdempotencyErrorCode.STORE_UNAVAILABLE,
+      "The idempotency store is unavailable, so the request was not run; retry later.",
+      { cause: error },
+    );
+  }
+
+  function claimRequest(request: IdempotentRequest): ClaimRequest {
+    const at = now();
+    return {
+      id: { scope: request.scope, path: request.path, key: request.key },
+      fingerprint: request.fingerprint,
+      now: at,
+      leaseExpiresAt: at + leaseMs,
+      expiresAt: at + ttlMs,
+    };
+  }
+
+  async function runLease<T>(
+    request: IdempotentRequest,
+    execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
+  ): Promise<RunResult<T>> {
+    const claim = claimRequest(request);
+    let claimed: ClaimResult;
+    try {
+      claimed = await store.claim(claim);
+    } catch (error) {
+      throw storeFailure(request, error);
+    }
+    if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now);
+    const { fence } = claimed;
+    if (claimed.takeover) emit(IdempotencyEventType.TAKEOVER, request);
+
+    let settlement: Settlement<T>;
+    try {
+      settlement = await execute({ tx: undefined });
+    } catch (error) {
+      await releaseQuietly(request, fence, error);
+      throw error;
+    }
+    const { response } = settlement;
+    if (response === undefined) {
+      await releaseQuietly(request, fence, undefined);
+      return { replayed: false, value: settlement.value };
+    }
+    let stored: boolean;
+    try {
+      stored = await store.complete(claim.id, fence, response, now() + ttlMs);
+    } catch (error) {
+      throw storeFailure(request, error);
+    }
+    if (!stored) {
+      emit(IdempotencyEventType.LEASE_LOST, request);
+      throw new IdempotencyError(
+        IdempotencyErrorCode.LEASE_LOST,
+        "This request ran past its lease and another took over; its result was discarded. Retry to get the stored one.",
+      );
+    }
+    emit(IdempotencyEventType.EXECUTED, request);
+    return { replayed: false, value: settlement.value };
+  }
+
+  /** A failed release leaves the record until its lease ends; the request already failed, so don't mask that. */
+  async function releaseQuietly(request: IdempotentRequest, fence: number, error: unknown): Promise<void> {
+    try {
+      await store.release(request, fence);
+    } catch (releaseError) {
+      emit(IdempotencyEventType.STORE_ERROR, request, { error: releaseError });
+    }
+    emit(IdempotencyEventType.RELEASED, request, { error });
+  }
+
+  async function runAtomic<T>(
+    request: IdempotentRequest,
+    execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
+    transaction: NonNullable<IdempotencyStore<Tx>["atomic"]>["transaction"],
+  ): Promise<RunResult<T>> {
+    const claim = claimRequest(request);
+    try {
+      return await transaction(async (session): Promise<RunResult<T>> => {
+        const claimed = await session.claim(claim);
+        if (claimed.status === "busy") return conflict(request, busyRetryAfterMs);
+        if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now);
+        let settlement: Settlement<T>;
+        try {
+          settlement = await execute({ tx: session.tx });
+        } catch (error) {
+          throw new WorkFailed(error);
+        }
+        const { response } = settlement;
+        if (response === undefined) throw new Rollback(settlement.value);
+        await session.complete(claim.id, response, now() + ttlMs, { undoEffects: response.status >= 400 });
+        return { replayed: false, value: settlement.value };
+      }).then((result) => {
+        if (!result.replayed) emit(IdempotencyEventType.EXECUTED, request);
+        return result;
+      });
+    } catch (error) {
+      if (error instanceof Rollback) {
+        emit(IdempotencyEventType.RELEASED, request);
+        return { replayed: false, value: error.value as T };
+      }
+      if (error instanceof WorkFailed) {
+        emit(IdempotencyEventType.RELEASED, request, { error: error.error });
+        throw error.error;
+      }
+      if (isIdempotencyError(error)) throw error;
+      throw storeFailure(request, error);
+    }
+  }
+
+  return {
+    /** The mode requests run in. */
+    mode,
+    /**
+     * Runs `execute` at most once for this request's (scope, path, key), or replays what the first run stored.
+     * Throws an {@link IdempotencyError} for a conflict, a mismatch, a lost lease or an unavailable store.
+     */
+    async run<T>(
+      request: IdempotentRequest,
+      execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
+    ): Promise<RunResult<T>> {
+      const cached = cache.get(request, now());
+      if (cached) return answerExisting(request, cached, 0);
+      return atomic && mode === IdempotencyMode.ATOMIC
+        ? runAtomic(request, execute, atomic.transaction.bind(atomic))
+        : runLease(request, execute);
+    },
+  };
+}
+
+export type IdempotencyEngine<Tx> = ReturnType<typeof createIdempotencyEngine<Tx>>;
+
+/** Thrown inside an atomic transaction to roll it back while still answering the client. */
+class Rollback {
+  constructor(readonly value: unknown) {}
+}
+
+/** Marks an error as the work's own, so it is not mistaken for a store failure. */
+class WorkFailed {
+  constructor(readonly error: unknown) {}
+}
+
+/** Completed records by id, least recently used first out. */
+class ReplayCache {
+  readonly #entries = new Map<string, StoredRecord>();
+  constructor(readonly maxEntries: number) {}
+
+  get(id: RecordId, at: number): StoredRecord | undefined {
+    const name = cacheKey(id);
+    const record = this.#entries.get(name);
+    if (!record) return undefined;
+    this.#entries.delete(name);
+    if (record.expiresAt <= at) return undefined;
+    this.#entries.set(name, record);
+    return record;
+  }
+
+  set(id: RecordId, record: StoredRecord): void {
+    if (this.maxEntries <= 0) return;
+    const name = cacheKey(id);
+    this.#entries.delete(name);
+    this.#entries.set(name, record);
+    if (this.#entries.size > this.maxEntries) {
+      const oldest = this.#entries.keys().next().value;
+      if (oldest !== undefined) this.#entries.delete(oldest);
+    }
+  }
+}
+
+function cacheKey({ scope, path, key }: RecordId): string {
+  return `${scope}\u0000${path}\u0000${key}`;
+}

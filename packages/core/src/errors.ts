@@ -1,0 +1,70 @@
+/**
+ * The one error family of idemkit. Every refusal the engine makes carries a `code`; adapters (tRPC, HTTP)
+ * map codes to their own status in exactly one place, and clients decide "retry or give up" from `retryable`
+ * without parsing messages.
+ */
+
+/** Why a request was refused or could not be protected. */
+export const IdempotencyErrorCode = {
+  /** The request carries no `Idempotency-Key`. Terminal: resend with a key. */
+  KEY_MISSING: "KEY_MISSING",
+  /** The key is empty, longer than 255 characters, or not visible ASCII. Terminal. */
+  KEY_INVALID: "KEY_INVALID",
+  /** The first request with this key is still running. Retryable after `retryAfterMs`. */
+  IN_PROGRESS: "IN_PROGRESS",
+  /** The key was used before with a different input. Terminal: a new action needs a new key. */
+  FINGERPRINT_MISMATCH: "FINGERPRINT_MISMATCH",
+  /** One key was sent for several mutations of one HTTP batch. Terminal: send keyed mutations unbatched. */
+  KEY_SHARED_IN_BATCH: "KEY_SHARED_IN_BATCH",
+  /** The store could not be reached, so the request was not run. Retryable. */
+  STORE_UNAVAILABLE: "STORE_UNAVAILABLE",
+  /** This worker's lease was taken over while it ran; its result was discarded. Retryable: the retry replays. */
+  LEASE_LOST: "LEASE_LOST",
+} as const;
+
+export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof IdempotencyErrorCode];
+
+const RETRYABLE: ReadonlySet<IdempotencyErrorCode> = new Set([
+  IdempotencyErrorCode.IN_PROGRESS,
+  IdempotencyErrorCode.STORE_UNAVAILABLE,
+  IdempotencyErrorCode.LEASE_LOST,
+]);
+
+/** Whether a client may resend the same request with the same key after this code. */
+export function isRetryableCode(code: IdempotencyErrorCode): boolean {
+  return RETRYABLE.has(code);
+}
+
+const BRAND = Symbol.for("idemkit.IdempotencyError");
+
+export interface IdempotencyErrorOptions {
+  cause?: unknown;
+  /** For IN_PROGRESS: how long until the running request's lease ends, in milliseconds. */
+  retryAfterMs?: number;
+}
+
+/** A refusal by the idempotency layer. Test with {@link isIdempotencyError}, which works across bundles. */
+export class IdempotencyError extends Error {
+  override readonly name = "IdempotencyError";
+  readonly code: IdempotencyErrorCode;
+  /** Whether resending the same request with the same key can succeed. */
+  readonly retryable: boolean;
+  /** When set, the earliest useful retry, in milliseconds from now. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(code: IdempotencyErrorCode, message: string, options: IdempotencyErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = isRetryableCode(code);
+    this.retryAfterMs = options.retryAfterMs;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+}
+
+/**
+ * True for an {@link IdempotencyError}, even one built by another copy of this package (two bundles, or a
+ * server and a test runner), where `instanceof` would say no.
+ */
+export function isIdempotencyError(value: unknown): value is IdempotencyError {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+}

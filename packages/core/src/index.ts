@@ -1,0 +1,31 @@
+export type {
+  Execution,
+  IdempotencyEngine,
+  IdempotencyEngineOptions,
+  IdempotencyEvent,
+  IdempotentRequest,
+  RunResult,
+  Settlement,
+} from "./engine.js";
+export { createIdempotencyEngine, IdempotencyEventType, IdempotencyMode } from "./engine.js";
+export type { IdempotencyErrorOptions } from "./errors.js";
+export { IdempotencyError, IdempotencyErrorCode, isIdempotencyError, isRetryableCode } from "./errors.js";
+export { canonicalJson, fingerprint, sha256Hex } from "./fingerprint.js";
+export {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENT_REPLAYED_HEADER,
+  MAX_KEY_LENGTH,
+  parseIdempotencyKey,
+} from "./key.js";
+export { memoryStore } from "./memory-store.js";
+export type {
+  AtomicCapability,
+  AtomicSession,
+  ClaimRequest,
+  ClaimResult,
+  IdempotencyStore,
+  RecordId,
+  StoredRecord,
+  StoredResponse,
+} from "./store.js";
+export { isPurgeable, RecordState, replacement } from "./store.js";

@@ -1,0 +1,157 @@
+/**
+ * What a store must do, and nothing more. Stores persist and answer atomically; they do not decide. The engine
+ * (`engine.ts`) owns every policy: fingerprint comparison, replay, conflict, TTL and lease lengths, and the clock.
+ * Every store runs the same conformance suite (`@idemkit/core/testing`), so they can be swapped freely.
+ *
+ * A record's life, for one (scope, path, key):
+ *
+ *   absent ──claim──▶ in_progress(fence=n, lease until T) ──complete(n)──▶ completed(response) ──TTL──▶ absent
+ *                        │   ▲                                                 (replayed until it expires)
+ *                release(n)  └─ claim after T with the same fingerprint: takeover, fence=n+1
+ *                        ▼
+ *                      absent
+ *
+ * The fence is what makes takeover safe: `complete` and `release` only act while the record still carries the
+ * caller's fence, so a worker that was presumed dead cannot overwrite the result of the one that took over.
+ */
+
+/** Identifies one record. Scope isolates users (or tenants) from each other; path is the procedure. */
+export interface RecordId {
+  scope: string;
+  path: string;
+  key: string;
+}
+
+/** What is replayed: an HTTP-like status and the serialized body, both chosen by the adapter. */
+export interface StoredResponse {
+  /** Status the adapter answered with. At 400 and above the procedure failed and its effects were undone. */
+  status: number;
+  /** The response as the adapter serialized it; stores keep it byte for byte. */
+  body: string;
+}
+
+export const RecordState = {
+  IN_PROGRESS: "in_progress",
+  COMPLETED: "completed",
+} as const;
+export type RecordState = (typeof RecordState)[keyof typeof RecordState];
+
+/** A record as a store returns it. Times are milliseconds since the epoch. */
+export type StoredRecord =
+  | {
+      state: typeof RecordState.IN_PROGRESS;
+      fingerprint: string;
+      fence: number;
+      /** When the running request's lease ends and another may take over. */
+      leaseExpiresAt: number;
+      expiresAt: number;
+    }
+  | {
+      state: typeof RecordState.COMPLETED;
+      fingerprint: string;
+      fence: number;
+      response: StoredResponse;
+      expiresAt: number;
+    };
+
+/** One attempt to become the request that runs. */
+export interface ClaimRequest {
+  id: RecordId;
+  fingerprint: string;
+  /** The engine's clock, in ms since the epoch. Stores never read their own clock. */
+  now: number;
+  /** End of the lease this claim takes, in ms since the epoch. */
+  leaseExpiresAt: number;
+  /** When the record stops counting (TTL), in ms since the epoch. */
+  expiresAt: number;
+}
+
+/**
+ * The answer to a claim:
+ * - `claimed`: the caller runs the request under `fence`. `takeover` is true when it replaced an in-progress
+ *   record whose lease had ended (same fingerprint); a record past `expiresAt` counts as absent instead.
+ * - `exists`: another request holds or completed the key; the engine decides what that means.
+ */
+export type ClaimResult =
+  | { status: "claimed"; fence: number; takeover: boolean }
+  | { status: "exists"; record: StoredRecord };
+
+/**
+ * A store. Its methods serve lease mode: every call is its own atomic write, independent of any business
+ * transaction. A store that can also claim inside the procedure's transaction offers `atomic`; `Tx` is the
+ * type of that transaction, which the procedure receives.
+ */
+export interface IdempotencyStore<Tx = never> {
+  /**
+   * Claims the key in one atomic step (never check-then-insert): inserts a record, or takes over an
+   * in-progress one whose lease ended before `now` with the same fingerprint, or replaces one that expired
+   * before `now`; otherwise returns the record as it stands.
+   */
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  /**
+   * Stores the response and marks the record completed, if the record still carries `fence` and is in
+   * progress. Returns false when it does not: the lease was taken over and this result must be discarded.
+   */
+  complete(id: RecordId, fence: number, response: StoredResponse, expiresAt: number): Promise<boolean>;
+  /** Deletes an in-progress record that still carries `fence`, so the next retry runs. False if it did not. */
+  release(id: RecordId, fence: number): Promise<boolean>;
+  /** The record as it stands, expired or not; the engine applies the TTL. */
+  get(id: RecordId): Promise<StoredRecord | undefined>;
+  /**
+   * Deletes records whose `expiresAt` is at or before `now`, at most `batchSize` per statement so a large table
+   * is never locked for long. Leaves in-progress records whose lease is still running. Returns how many it deleted.
+   */
+  purgeExpired(options: { now: number; batchSize?: number }): Promise<number>;
+  /** Present on stores that can claim inside the caller's own database transaction (atomic mode). */
+  readonly atomic?: AtomicCapability<Tx>;
+}
+
+/**
+ * Atomic mode: the claim, the procedure's own writes and the stored response share one database transaction,
+ * so they commit together or not at all. A duplicate that arrives while the first is running waits on the
+ * key's row (bounded by the store's wait limit) and then sees the committed response.
+ */
+export interface AtomicCapability<Tx> {
+  /** Runs `work` in one transaction; a throw rolls everything back. */
+  transaction<T>(work: (session: AtomicSession<Tx>) => Promise<T>): Promise<T>;
+}
+
+/** The store's view of one atomic transaction. */
+export interface AtomicSession<Tx> {
+  /** The transaction handle the procedure writes with. */
+  readonly tx: Tx;
+  /**
+   * Like {@link IdempotencyStore.claim}, inside the transaction. Waits while another transaction holds the key;
+   * `busy` means the wait limit passed first (the transaction must then be rolled back).
+   */
+  claim(request: ClaimRequest): Promise<ClaimResult | { status: "busy" }>;
+  /**
+   * Stores the response for the claimed key. With `undoEffects`, first rolls back every write the
+   * procedure made after the claim, keeping the claim itself, so a failure is stored without its side effects.
+   */
+  complete(id: RecordId, response: StoredResponse, expiresAt: number, options: { undoEffects: boolean }): Promise<void>;
+}
+
+/**
+ * Whether a claim may replace the record that stands in its way, and how: a record past its TTL counts as absent
+ * (unless a request still holds a live lease on it), and an in-progress record whose lease ended may be taken
+ * over by a request with the same fingerprint. Stores call this, then replace the record only if its fence is
+ * still the one they read, so the decision and the write stay atomic.
+ */
+export function replacement(
+  record: StoredRecord,
+  request: Pick<ClaimRequest, "fingerprint" | "now">,
+): { takeover: boolean } | undefined {
+  const { now, fingerprint } = request;
+  const leaseLive = record.state === RecordState.IN_PROGRESS && record.leaseExpiresAt > now;
+  if (record.expiresAt <= now && !leaseLive) return { takeover: false };
+  if (record.state === RecordState.IN_PROGRESS && !leaseLive && record.fingerprint === fingerprint) {
+    return { takeover: true };
+  }
+  return undefined;
+}
+
+/** Whether purge may delete the record: past its TTL and not held by a live lease. */
+export function isPurgeable(record: StoredRecord, now: number): boolean {
+  return record.expiresAt <= now && !(record.state === RecordState.IN_PROGRESS && record.leaseExpiresAt > now);
+}

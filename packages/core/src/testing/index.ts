@@ -1,0 +1,2 @@
+export type { ConformanceSubject } from "./conformance.js";
+export { describeStoreConformance } from "./conformance.js";

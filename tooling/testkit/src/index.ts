@@ -1,0 +1,4 @@
+export type { FetchHandler, ServedHandler } from "./http.js";
+export { serveFetch } from "./http.js";
+export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";
+export { createDatabase, startPostgres } from "./postgres.js";

