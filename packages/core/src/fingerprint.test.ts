@@ -45,7 +45,21 @@ describe("fingerprint", () => {
   });
 
   it("orders Map entries and Set members, so insertion order does not matter", () => {
-    expect(canonicalJson(new Map([["b", 2], ["a", 1]]))).toBe(canonicalJson(new Map([["a", 1], ["b", 2]])));
+    expect(
+      canonicalJson(
+        new Map([
+          ["b", 2],
+          ["a", 1],
+        ]),
+      ),
+    ).toBe(
+      canonicalJson(
+        new Map([
+          ["a", 1],
+          ["b", 2],
+        ]),
+      ),
+    );
     expect(canonicalJson(new Set([3, 1, 2]))).toBe(canonicalJson(new Set([1, 2, 3])));
     expect(canonicalJson(new Set([1]))).not.toBe(canonicalJson([1]));
   });

@@ -13,8 +13,16 @@
  * transaction still running waits for it (atomic mode), bounded by `lock_timeout`, which the same statement
  * sets for its own duration and then puts back: the procedure's own statements keep the caller's setting.
  */
-import type { AtomicCapability, AtomicSession, ClaimRequest, ClaimResult, IdempotencyStore } from "@idemkit/core";
-import type { RecordId, StoredRecord, StoredResponse } from "@idemkit/core";
+import type {
+  AtomicCapability,
+  AtomicSession,
+  ClaimRequest,
+  ClaimResult,
+  IdempotencyStore,
+  RecordId,
+  StoredRecord,
+  StoredResponse,
+} from "@idemkit/core";
 import { RecordState, replacement } from "@idemkit/core";
 import type { SQL } from "drizzle-orm";
 import { sql } from "drizzle-orm";
@@ -49,7 +57,10 @@ type Executor = Pick<AnyPgDatabase, "execute">;
 type Row = Record<string, unknown>;
 
 /** Creates the PostgreSQL store. Atomic mode is the default in the middleware; lease mode works as well. */
-export function drizzleStore<TDb extends AnyPgDatabase>({ db, waitMs = 5_000 }: DrizzleStoreOptions<TDb>): DrizzleStore<TDb> {
+export function drizzleStore<TDb extends AnyPgDatabase>({
+  db,
+  waitMs = 5_000,
+}: DrizzleStoreOptions<TDb>): DrizzleStore<TDb> {
   const waitSetting = `${Math.max(1, Math.round(waitMs))}ms`;
 
   async function claimWith(executor: Executor, request: ClaimRequest): Promise<ClaimResult> {
@@ -68,14 +79,17 @@ export function drizzleStore<TDb extends AnyPgDatabase>({ db, waitMs = 5_000 }: 
   }
 
   async function getWith(executor: Executor, id: RecordId): Promise<StoredRecord | undefined> {
-    const [row] = await rows(
-      executor,
-      sql`select ${RECORD_COLUMNS} from idempotency_keys where ${matches(id)}`,
-    );
+    const [row] = await rows(executor, sql`select ${RECORD_COLUMNS} from idempotency_keys where ${matches(id)}`);
     return row && toRecord(row);
   }
 
-  async function completeWith(executor: Executor, id: RecordId, fence: number, response: StoredResponse, expiresAt: number) {
+  async function completeWith(
+    executor: Executor,
+    id: RecordId,
+    fence: number,
+    response: StoredResponse,
+    expiresAt: number,
+  ) {
     const updated = await rows(
       executor,
       sql`update idempotency_keys

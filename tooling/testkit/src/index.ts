@@ -1,3 +1,5 @@
+export type { OpenedDatabase, PgliteDatabase, PostgresDatabase, PostgresOpenOptions } from "./databases.js";
+export { MIGRATIONS_FOLDER, openPglite, openPostgres } from "./databases.js";
 export type { FetchHandler, ServedHandler } from "./http.js";
 export { serveFetch } from "./http.js";
 export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";

@@ -58,7 +58,10 @@ export async function startPostgres({ durable = false }: StartPostgresOptions = 
 }
 
 /** Creates an empty database on the server and returns its URL; `drop` removes it. */
-export async function createDatabase(serverUrl: string, prefix = "idemkit"): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createDatabase(
+  serverUrl: string,
+  prefix = "idemkit",
+): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `${prefix}_${globalThis.crypto.randomUUID().replaceAll("-", "")}`;
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
   try {
@@ -107,7 +110,9 @@ function freePort(): Promise<number> {
     probe.once("error", reject);
     probe.listen(0, "127.0.0.1", () => {
       const address = probe.address();
-      probe.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+      probe.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
     });
   });
 }

@@ -1,0 +1,119 @@
+/**
+ * The router the middleware tests drive over HTTP: a checkout-like mutation that writes a business row in
+ * the idempotent transaction, and procedures that fail in each way the contract distinguishes. It runs in the
+ * test process and, for the crash tests, in a child process that the test kills.
+ */
+import type { IdempotencyEvent, IdempotencyMode, IdempotencyStore } from "@idemkit/core";
+import { drizzleStore } from "@idemkit/drizzle";
+import { initTRPC, TRPCError } from "@trpc/server";
+import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import { sql } from "drizzle-orm";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import superjson from "superjson";
+import { z } from "zod";
+import { idempotency, idempotencyErrorData } from "../src/index.js";
+
+export const BUSINESS_TABLES = `create table if not exists orders (
+  id serial primary key, user_id text not null, sku text not null, qty int not null,
+  created_at timestamptz not null default now())`;
+
+interface Context {
+  req: Request;
+  resHeaders: Headers;
+  userId: string;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the fixture accepts any Drizzle PostgreSQL database
+type AnyDb = PgDatabase<PgQueryResultHKT, any, any>;
+
+export interface AppOptions {
+  db: AnyDb;
+  mode?: IdempotencyMode;
+  leaseMs?: number;
+  ttlMs?: number;
+  now?: () => number;
+  /** Overrides the store (a dead one, or the memory store). */
+  store?: IdempotencyStore<unknown>;
+  /** Awaited inside placeOrder after its insert, before it returns: lets a test hold a request mid-flight. */
+  hold?: (key: string) => Promise<void>;
+}
+
+export function createApp({ db, mode = "atomic", leaseMs, ttlMs, now, store, hold }: AppOptions) {
+  const events: IdempotencyEvent[] = [];
+  const executions = new Map<string, number>();
+  const count = (name: string) => executions.set(name, (executions.get(name) ?? 0) + 1);
+  const t = initTRPC.context<Context>().create({
+    transformer: superjson,
+    errorFormatter: ({ shape, error }) => ({
+      ...shape,
+      data: { ...shape.data, idempotency: idempotencyErrorData(error) },
+    }),
+  });
+  const idempotent = t.procedure.use(
+    idempotency({
+      store: (store ?? drizzleStore({ db })) as ReturnType<typeof drizzleStore<AnyDb>>,
+      scope: ({ ctx }: { ctx: Context }) => ctx.userId,
+      transformer: superjson,
+      mode,
+      ...(leaseMs !== undefined && { leaseMs }),
+      ...(ttlMs !== undefined && { ttlMs }),
+      ...(now !== undefined && { now }),
+      onEvent: (event) => events.push(event),
+    }),
+  );
+  const writer = (tx: AnyDb | undefined) => tx ?? db;
+  const order = z.object({ sku: z.string().min(1), qty: z.number().int().positive().max(99) });
+
+  const router = t.router({
+    placeOrder: idempotent.input(order).mutation(async ({ ctx, input }) => {
+      count("placeOrder");
+      const [row] = await rowsOf(
+        writer(ctx.idempotency.tx).execute(
+          sql`insert into orders (user_id, sku, qty) values (${ctx.userId}, ${input.sku}, ${input.qty}) returning id, created_at`,
+        ),
+      );
+      await hold?.(ctx.idempotency.key);
+      if (input.sku === "unknown") {
+        throw new TRPCError({ code: "NOT_FOUND", message: `No product ${input.sku}` });
+      }
+      if (input.sku === "crash") throw new Error("the payment provider timed out");
+      return {
+        orderId: Number(row?.id),
+        createdAt: new Date(String(row?.created_at)),
+        chargeKey: await ctx.idempotency.subKey("charge"),
+      };
+    }),
+    flaky: idempotent.input(z.object({ n: z.number() })).mutation(({ input }) => {
+      count("flaky");
+      if ((executions.get("flaky") ?? 0) === 1) {
+        throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: "first call fails" });
+      }
+      return { n: input.n };
+    }),
+    noInput: idempotent.mutation(() => {
+      count("noInput");
+      return { at: new Date(0) };
+    }),
+    ping: idempotent.query(() => "pong"),
+  });
+
+  const handler = (req: Request) =>
+    fetchRequestHandler({
+      endpoint: "/trpc",
+      req,
+      router,
+      createContext: ({ req: request, resHeaders }) => ({
+        req: request,
+        resHeaders,
+        userId: request.headers.get("x-user") ?? "anonymous",
+      }),
+    });
+  return { router, handler, events, executions };
+}
+
+export type AppRouter = ReturnType<typeof createApp>["router"];
+
+async function rowsOf(result: Promise<unknown>): Promise<Array<Record<string, unknown>>> {
+  const value = await result;
+  return (Array.isArray(value) ? value : (value as { rows: Array<Record<string, unknown>> }).rows) ?? [];
+}

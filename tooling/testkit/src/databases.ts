@@ -1,0 +1,63 @@
+/**
+ * Drizzle databases with the idemkit migrations applied: an in-memory PGlite, or a fresh database on a real
+ * PostgreSQL server through postgres.js. Tests run the same code against both.
+ */
+import { fileURLToPath } from "node:url";
+import { PGlite } from "@electric-sql/pglite";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
+import postgres from "postgres";
+import { createDatabase } from "./postgres.js";
+
+/** The repository's drizzle-kit migrations. */
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle", import.meta.url));
+
+export type PgliteDatabase = ReturnType<typeof drizzlePglite>;
+export type PostgresDatabase = ReturnType<typeof drizzlePostgres>;
+
+export interface OpenedDatabase<TDb> {
+  db: TDb;
+  /** Runs raw SQL for test setup and checks (business tables, row counts). */
+  query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+/** A new in-memory PGlite with the migrations applied. */
+export async function openPglite(): Promise<OpenedDatabase<PgliteDatabase>> {
+  const client = new PGlite();
+  const db = drizzlePglite(client);
+  await migratePglite(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  return {
+    db,
+    query: async <T>(text: string, params: unknown[] = []) => (await client.query<T>(text, params)).rows,
+    close: () => client.close(),
+  };
+}
+
+export interface PostgresOpenOptions {
+  /** Connection pool size. Default 10. */
+  max?: number;
+}
+
+/** A new database on the server at `serverUrl`, migrated, behind a postgres.js pool; dropped on close. */
+export async function openPostgres(
+  serverUrl: string,
+  { max = 10 }: PostgresOpenOptions = {},
+): Promise<OpenedDatabase<PostgresDatabase> & { url: string }> {
+  const database = await createDatabase(serverUrl);
+  const client = postgres(database.url, { max, onnotice: () => {} });
+  const db = drizzlePostgres(client);
+  await migratePostgres(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  return {
+    db,
+    url: database.url,
+    query: async <T>(text: string, params: unknown[] = []) =>
+      (await client.unsafe(text, params as postgres.ParameterOrJSON<never>[])) as unknown as T[],
+    async close() {
+      await client.end({ timeout: 5 });
+      await database.drop();
+    },
+  };
+}
