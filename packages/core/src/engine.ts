@@ -189,9 +189,10 @@ export function createIdempotencyEngine<Tx>({
       await releaseQuietly(request, fence, undefined);
       return { replayed: false, value: settlement.value };
     }
+    const expiresAt = now() + ttlMs;
     let stored: boolean;
     try {
-      stored = await store.complete(claim.id, fence, response, now() + ttlMs);
+      stored = await store.complete(claim.id, fence, response, expiresAt);
     } catch (error) {
       throw storeFailure(request, error);
     }
@@ -202,8 +203,14 @@ export function createIdempotencyEngine<Tx>({
         "This request ran past its lease and another took over; its result was discarded. Retry to get the stored one.",
       );
     }
+    remember(request, fence, response, expiresAt);
     emit(IdempotencyEventType.EXECUTED, request);
     return { replayed: false, value: settlement.value };
+  }
+
+  function remember(request: IdempotentRequest, fence: number, response: StoredResponse, expiresAt: number): void {
+    const { fingerprint } = request;
+    cache.set(request, { state: RecordState.COMPLETED, fingerprint, fence, response, expiresAt });
   }
 
   /** A failed release leaves the record until its lease ends; the request already failed, so don't mask that. */
@@ -222,8 +229,9 @@ export function createIdempotencyEngine<Tx>({
     transaction: NonNullable<IdempotencyStore<Tx>["atomic"]>["transaction"],
   ): Promise<RunResult<T>> {
     const claim = claimRequest(request);
+    let committed: { fence: number; response: StoredResponse; expiresAt: number } | undefined;
     try {
-      return await transaction(async (session): Promise<RunResult<T>> => {
+      const result = await transaction(async (session): Promise<RunResult<T>> => {
         const claimed = await session.claim(claim);
         if (claimed.status === "busy") return conflict(request, busyRetryAfterMs);
         if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now);
@@ -235,12 +243,17 @@ export function createIdempotencyEngine<Tx>({
         }
         const { response } = settlement;
         if (response === undefined) throw new Rollback(settlement.value);
-        await session.complete(claim.id, response, now() + ttlMs, { undoEffects: response.status >= 400 });
+        const expiresAt = now() + ttlMs;
+        await session.complete(claim.id, response, expiresAt, { undoEffects: response.status >= 400 });
+        committed = { fence: claimed.fence, response, expiresAt };
         return { replayed: false, value: settlement.value };
-      }).then((result) => {
-        if (!result.replayed) emit(IdempotencyEventType.EXECUTED, request);
-        return result;
       });
+      // Only now is the response durable, so only now may it be replayed from memory.
+      if (committed) {
+        remember(request, committed.fence, committed.response, committed.expiresAt);
+        emit(IdempotencyEventType.EXECUTED, request);
+      }
+      return result;
     } catch (error) {
       if (error instanceof Rollback) {
         emit(IdempotencyEventType.RELEASED, request);

@@ -1,0 +1,148 @@
+import { describe, expect, it } from "vitest";
+import { createIdempotencyEngine, type IdempotencyEvent, type Settlement } from "./engine.js";
+import { IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
+import { memoryStore } from "./memory-store.js";
+import type { IdempotencyStore } from "./store.js";
+
+const request = { scope: "alice", path: "orders.place", key: "k-1", fingerprint: "fp-1" };
+const ok = (body: string) => async () => ({ value: body, response: { status: 200, body } });
+
+function setup(store: IdempotencyStore = memoryStore()) {
+  let now = Date.UTC(2026, 0, 1);
+  const events: IdempotencyEvent[] = [];
+  const engine = createIdempotencyEngine({
+    store,
+    ttlMs: 10_000,
+    leaseMs: 1_000,
+    now: () => now,
+    onEvent: (event) => events.push(event),
+  });
+  return { engine, events, store, advance: (ms: number) => (now += ms), types: () => events.map((e) => e.type) };
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await promise;
+    return undefined;
+  } catch (error) {
+    return isIdempotencyError(error) ? error.code : String(error);
+  }
+}
+
+describe("the engine in lease mode", () => {
+  it("runs once, then replays the stored response until the TTL ends", async () => {
+    const { engine, advance, types } = setup();
+    expect(await engine.run(request, ok('"first"'))).toEqual({ replayed: false, value: '"first"' });
+    advance(9_999);
+    expect(await engine.run(request, ok('"second"'))).toEqual({
+      replayed: true,
+      response: { status: 200, body: '"first"' },
+    });
+    advance(1);
+    expect(await engine.run(request, ok('"third"'))).toEqual({ replayed: false, value: '"third"' });
+    expect(types()).toEqual(["executed", "replayed", "executed"]);
+  });
+
+  it("refuses another fingerprint under the same key, from the cache and from the store alike", async () => {
+    const { engine, store } = setup();
+    await engine.run(request, ok("1"));
+    expect(await codeOf(engine.run({ ...request, fingerprint: "fp-2" }, ok("2")))).toBe("FINGERPRINT_MISMATCH");
+    const cold = createIdempotencyEngine({ store, replayCacheSize: 0, now: () => Date.UTC(2026, 0, 1) });
+    expect(await codeOf(cold.run({ ...request, fingerprint: "fp-2" }, ok("2")))).toBe("FINGERPRINT_MISMATCH");
+  });
+
+  it("answers IN_PROGRESS with the remaining lease while the first run is still going", async () => {
+    const { engine, advance } = setup();
+    let finish!: () => void;
+    const first = engine.run(
+      request,
+      () =>
+        new Promise<Settlement<unknown>>(
+          (resolve) => (finish = () => resolve({ value: 1, response: { status: 200, body: "1" } })),
+        ),
+    );
+    await Promise.resolve();
+    advance(400);
+    try {
+      await engine.run(request, ok("2"));
+      expect.unreachable();
+    } catch (error) {
+      expect(isIdempotencyError(error) && error.code).toBe(IdempotencyErrorCode.IN_PROGRESS);
+      expect(isIdempotencyError(error) && error.retryAfterMs).toBe(600);
+    }
+    finish();
+    await first;
+  });
+
+  it("releases the key when the work throws or declines to store, so the retry runs", async () => {
+    const { engine, types } = setup();
+    await expect(engine.run(request, async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    expect(await engine.run(request, async () => ({ value: "5xx", response: undefined }))).toEqual({
+      replayed: false,
+      value: "5xx",
+    });
+    expect(await engine.run(request, ok("3"))).toEqual({ replayed: false, value: "3" });
+    expect(types()).toEqual(["released", "released", "executed"]);
+  });
+
+  it("takes over after the lease ends, and the overtaken run's result is discarded (LEASE_LOST)", async () => {
+    const { engine, advance, types } = setup();
+    let finishSlow!: () => void;
+    const slow = engine.run(
+      request,
+      () =>
+        new Promise<Settlement<unknown>>(
+          (resolve) => (finishSlow = () => resolve({ value: "slow", response: { status: 200, body: '"slow"' } })),
+        ),
+    );
+    await Promise.resolve();
+    advance(1_000);
+    expect(await engine.run(request, ok('"fast"'))).toEqual({ replayed: false, value: '"fast"' });
+    finishSlow();
+    expect(await codeOf(slow)).toBe("LEASE_LOST");
+    expect(await engine.run(request, ok('"again"'))).toMatchObject({ replayed: true, response: { body: '"fast"' } });
+    expect(types()).toEqual(["takeover", "executed", "lease_lost", "replayed"]);
+  });
+
+  it("refuses with STORE_UNAVAILABLE, without running the work, when the store fails", async () => {
+    const broken: IdempotencyStore = {
+      ...memoryStore(),
+      claim: () => Promise.reject(new Error("connection refused")),
+    };
+    const { engine, types } = setup(broken);
+    let ran = false;
+    const outcome = engine.run(request, async () => {
+      ran = true;
+      return { value: 1, response: { status: 200, body: "1" } };
+    });
+    expect(await codeOf(outcome)).toBe("STORE_UNAVAILABLE");
+    expect(ran).toBe(false);
+    expect(types()).toEqual(["store_error"]);
+  });
+
+  it("replays from memory without touching the store, keeping at most replayCacheSize records", async () => {
+    const inner = memoryStore();
+    let claims = 0;
+    const counting: IdempotencyStore = {
+      ...inner,
+      claim: (claim) => {
+        claims++;
+        return inner.claim(claim);
+      },
+    };
+    const engine = createIdempotencyEngine({ store: counting, replayCacheSize: 1 });
+    const other = { ...request, key: "k-2" };
+    await engine.run(request, ok("a"));
+    await engine.run(other, ok("b"));
+    expect(claims).toBe(2);
+    expect(await engine.run(other, ok("x"))).toMatchObject({ replayed: true });
+    expect(claims).toBe(2);
+    expect(await engine.run(request, ok("x"))).toMatchObject({ replayed: true, response: { body: "a" } });
+    expect(claims).toBe(3);
+    expect(await engine.run({ ...request, scope: "bob" }, ok("b"))).toEqual({ replayed: false, value: "b" });
+  });
+
+  it("refuses atomic mode on a store without transactions", () => {
+    expect(() => createIdempotencyEngine({ store: memoryStore(), mode: "atomic" })).toThrow(/lease/);
+  });
+});
