@@ -11,8 +11,9 @@
  * - `Map` is `~m` + its entries sorted by their canonical key; `Set` is `~s` + its members sorted;
  * - functions, symbols and cycles throw a `TypeError`: such an input cannot be compared, so it is not protected.
  *
- * Uses Web Crypto (`globalThis.crypto.subtle`), so it runs unchanged in Node, browsers and edge runtimes.
+ * Synchronous and free of platform APIs, so it runs unchanged in Node, browsers and edge runtimes.
  */
+import { sha256Hex } from "./sha256.js";
 
 /** The canonical text that {@link fingerprint} hashes. Exposed for debugging and for stores that log it. */
 export function canonicalJson(value: unknown): string {
@@ -20,16 +21,8 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** SHA-256 of {@link canonicalJson}, as lowercase hex (64 characters). */
-export async function fingerprint(value: unknown): Promise<string> {
+export function fingerprint(value: unknown): string {
   return sha256Hex(canonicalJson(value));
-}
-
-/** SHA-256 of a UTF-8 string, as lowercase hex. */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  let hex = "";
-  for (const byte of new Uint8Array(digest)) hex += byte.toString(16).padStart(2, "0");
-  return hex;
 }
 
 function write(value: unknown, seen: Set<object>): string {

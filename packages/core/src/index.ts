@@ -10,7 +10,7 @@ export type {
 export { createIdempotencyEngine, IdempotencyEventType, IdempotencyMode } from "./engine.js";
 export type { IdempotencyErrorOptions } from "./errors.js";
 export { IdempotencyError, IdempotencyErrorCode, isIdempotencyError, isRetryableCode } from "./errors.js";
-export { canonicalJson, fingerprint, sha256Hex } from "./fingerprint.js";
+export { canonicalJson, fingerprint } from "./fingerprint.js";
 export {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
@@ -18,6 +18,7 @@ export {
   parseIdempotencyKey,
 } from "./key.js";
 export { memoryStore } from "./memory-store.js";
+export { sha256Hex } from "./sha256.js";
 export type {
   AtomicCapability,
   AtomicSession,

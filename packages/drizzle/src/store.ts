@@ -26,7 +26,7 @@ import type {
 import { RecordState, replacement } from "@idemkit/core";
 import type { SQL } from "drizzle-orm";
 import { sql } from "drizzle-orm";
-import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { type PgDatabase, PgDialect, type PgQueryResultHKT } from "drizzle-orm/pg-core";
 
 // biome-ignore lint/suspicious/noExplicitAny: a store works with any schema the caller's database was built with
 type AnyPgDatabase = PgDatabase<PgQueryResultHKT, any, any>;
@@ -53,7 +53,7 @@ const SAVEPOINT = sql.raw("idemkit_claim");
 /** How many times a claim re-reads after losing a race (a row deleted or replaced between two statements). */
 const CLAIM_ATTEMPTS = 5;
 
-type Executor = Pick<AnyPgDatabase, "execute">;
+type Executor = Pick<AnyPgDatabase, "_">;
 type Row = Record<string, unknown>;
 
 /** Creates the PostgreSQL store. Atomic mode is the default in the middleware; lease mode works as well. */
@@ -63,23 +63,35 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
 }: DrizzleStoreOptions<TDb>): DrizzleStore<TDb> {
   const waitSetting = `${Math.max(1, Math.round(waitMs))}ms`;
 
-  async function claimWith(executor: Executor, request: ClaimRequest): Promise<ClaimResult> {
+  /** `afterReplace` runs once a replacing update succeeded, before the claim is reported. */
+  async function claimWith(
+    executor: Executor,
+    request: ClaimRequest,
+    afterReplace?: () => PromiseLike<unknown>,
+  ): Promise<ClaimResult> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const [row] = await rows(executor, insertOrRead(request, waitSetting));
+      const [row] = await rows(executor, "idemkit_claim", insertOrRead(request, waitSetting));
       if (row?.claimed_fence != null) return { status: "claimed", fence: Number(row.claimed_fence), takeover: false };
       // The statement's snapshot predates a row committed while it waited: read again with a fresh one.
       const record = row?.state != null ? toRecord(row) : await getWith(executor, request.id);
       if (!record) continue;
       const replaced = replacement(record, request);
       if (!replaced) return { status: "exists", record };
-      const [updated] = await rows(executor, replace(request, record.fence));
-      if (updated) return { status: "claimed", fence: Number(updated.fence), takeover: replaced.takeover };
+      const [updated] = await rows(executor, "idemkit_replace", replace(request, record.fence));
+      if (updated) {
+        await afterReplace?.();
+        return { status: "claimed", fence: Number(updated.fence), takeover: replaced.takeover };
+      }
     }
     throw new Error(`Claim for ${request.id.path} kept racing with other requests; giving up.`);
   }
 
   async function getWith(executor: Executor, id: RecordId): Promise<StoredRecord | undefined> {
-    const [row] = await rows(executor, sql`select ${RECORD_COLUMNS} from idempotency_keys where ${matches(id)}`);
+    const [row] = await rows(
+      executor,
+      "idemkit_get",
+      sql`select ${RECORD_COLUMNS} from idempotency_keys where ${matches(id)}`,
+    );
     return row && toRecord(row);
   }
 
@@ -92,6 +104,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   ) {
     const updated = await rows(
       executor,
+      "idemkit_complete",
       sql`update idempotency_keys
           set state = 'completed', lease_expires_at = null, expires_at = ${toTimestamp(expiresAt)},
               response_status = ${response.status}::int, response_body = ${response.body}::text
@@ -102,35 +115,45 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   }
 
   const atomic: AtomicCapability<TransactionOf<TDb>> = {
-    transaction(work) {
-      return db.transaction(async (tx) => {
+    async transaction(work) {
+      // The completing update is sent without waiting for its answer, so that drizzle's COMMIT follows it in
+      // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
+      // COMMIT into a rollback of everything, which is then reported instead of the result.
+      let completion: Promise<boolean> | undefined;
+      const result = await db.transaction(async (tx) => {
         let fence: number | undefined;
         const session: AtomicSession<TransactionOf<TDb>> = {
           tx: tx as TransactionOf<TDb>,
           async claim(request) {
-            let result: ClaimResult;
+            const claimed = claimWith(tx, request, () => tx.execute(sql`savepoint ${SAVEPOINT}`));
+            // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
+            // trip of its own; a claim that replaces an expired row instead sets a new one after its update.
+            const savepoint = dispatch(tx.execute(sql`savepoint ${SAVEPOINT}`));
+            let outcome: ClaimResult;
             try {
-              result = await claimWith(tx, request);
+              outcome = await claimed;
             } catch (error) {
+              await savepoint.catch(() => {});
               if (isLockTimeout(error)) return { status: "busy" };
               throw error;
             }
-            if (result.status === "claimed") {
-              fence = result.fence;
-              await tx.execute(sql`savepoint ${SAVEPOINT}`);
-            }
-            return result;
+            await savepoint;
+            if (outcome.status === "claimed") fence = outcome.fence;
+            return outcome;
           },
           async complete(id, response, expiresAt, { undoEffects }) {
             if (fence === undefined) throw new Error("complete() called before a successful claim()");
-            if (undoEffects) await tx.execute(sql`rollback to savepoint ${SAVEPOINT}`);
-            if (!(await completeWith(tx, id, fence, response, expiresAt))) {
-              throw new Error("The claimed record vanished inside its own transaction.");
-            }
+            if (undoEffects) void dispatch(tx.execute(sql`rollback to savepoint ${SAVEPOINT}`)).catch(() => {});
+            completion = completeWith(tx, id, fence, response, expiresAt);
+            completion.catch(() => {});
           },
         };
         return work(session);
       });
+      if (completion && !(await completion)) {
+        throw new Error("The claimed record vanished inside its own transaction.");
+      }
+      return result;
     },
   };
 
@@ -141,6 +164,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     async release(id, fence) {
       const deleted = await rows(
         db,
+        "idemkit_release",
         sql`delete from idempotency_keys
             where ${matches(id)} and fence = ${fence}::int and state = 'in_progress'
             returning 1 as done`,
@@ -151,7 +175,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     async purgeExpired({ now, batchSize = 1_000 }) {
       let total = 0;
       for (;;) {
-        const [row] = await rows(db, purgeBatch(now, batchSize));
+        const [row] = await rows(db, "idemkit_purge", purgeBatch(now, batchSize));
         const deleted = Number(row?.deleted ?? 0);
         total += deleted;
         if (deleted < batchSize) return total;
@@ -239,10 +263,29 @@ function toRecord(row: Row): StoredRecord {
   return { state: RecordState.IN_PROGRESS, ...base, leaseExpiresAt: Number(row.lease_expires_ms) };
 }
 
-/** postgres.js answers with an array of rows; PGlite and node-postgres with `{ rows }`. */
-async function rows(executor: Executor, query: SQL): Promise<Row[]> {
-  const result: unknown = await executor.execute(query);
-  return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[];
+/**
+ * Sends a query now. Drizzle's query promises start only when awaited; starting them explicitly keeps queries
+ * in the order they were written even when the caller does not wait for one before sending the next.
+ */
+function dispatch<T>(query: PromiseLike<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    query.then(resolve, reject);
+  });
+}
+
+const dialect = new PgDialect();
+
+/**
+ * Runs one of the store's statements as a named prepared statement: parsed and planned once per connection,
+ * then one round trip each time. (`db.execute` would send it unprepared, which postgres.js answers in two round
+ * trips: one to learn the parameter types, one to run.) postgres.js answers with an array of rows; PGlite and
+ * node-postgres with `{ rows }`.
+ */
+function rows(executor: Executor, name: string, query: SQL): Promise<Row[]> {
+  const prepared = executor._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false);
+  return dispatch(prepared.execute()).then(
+    (result: unknown) => (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[],
+  );
 }
 
 /** PostgreSQL's lock_not_available (55P03), wherever the driver put the code. */

@@ -55,7 +55,7 @@ export interface IdempotencyContext<Tx> {
    * procedure and key: every retry of this call derives the same one, so the downstream call is idempotent
    * too. `name` tells several downstream calls of one procedure apart.
    */
-  subKey(name: string): Promise<string>;
+  subKey(name: string): string;
 }
 
 /** How the middleware stores results: the router's transformer, or either half of a combined one. */
@@ -130,7 +130,7 @@ interface StoredBody {
 export function idempotency<
   TCtx extends object,
   TStore extends IdempotencyStore<unknown>,
-  TMode extends IdempotencyMode = IdempotencyMode,
+  TMode extends IdempotencyMode = "atomic",
 >(options: IdempotencyOptions<TCtx, TStore, TMode>) {
   type Tx = TMode extends "lease" ? undefined : TransactionOfStore<TStore>;
   const { store, scope: scopeOf, storeServerErrors = false, http = httpFromContext } = options;
@@ -176,13 +176,12 @@ export function idempotency<
     const rawInput = await opts.getRawInput();
     let inputPrint: string;
     try {
-      inputPrint = await fingerprint(rawInput);
+      inputPrint = fingerprint(rawInput);
     } catch (cause) {
       throw new TRPCError({ code: "BAD_REQUEST", message: "The input cannot be fingerprinted.", cause });
     }
     const id = { scope, path: opts.path, key };
-    const subKey = async (name: string) =>
-      `${(await sha256Hex(JSON.stringify([scope, opts.path, key, name]))).slice(0, 40)}`;
+    const subKey = (name: string) => sha256Hex(JSON.stringify([scope, opts.path, key, name])).slice(0, 40);
 
     try {
       const run = await engine.run({ ...id, fingerprint: inputPrint }, async ({ tx }) => {

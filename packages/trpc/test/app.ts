@@ -80,7 +80,7 @@ export function createApp({ db, mode = "atomic", leaseMs, ttlMs, now, store, hol
       return {
         orderId: Number(row?.id),
         createdAt: new Date(String(row?.created_at)),
-        chargeKey: await ctx.idempotency.subKey("charge"),
+        chargeKey: ctx.idempotency.subKey("charge"),
       };
     }),
     flaky: idempotent.input(z.object({ n: z.number() })).mutation(({ input }) => {

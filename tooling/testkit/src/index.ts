@@ -1,3 +1,5 @@
+import "./provided.js";
+
 export type { OpenedDatabase, PgliteDatabase, PostgresDatabase, PostgresOpenOptions } from "./databases.js";
 export { MIGRATIONS_FOLDER, openPglite, openPostgres } from "./databases.js";
 export type { FetchHandler, ServedHandler } from "./http.js";

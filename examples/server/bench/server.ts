@@ -1,0 +1,37 @@
+/**
+ * The benchmark's server process: the example checkout over node:http, plus the same order insert without
+ * protection, so both run through identical HTTP, tRPC and database code. Prints `LISTENING <url>`.
+ *
+ *   checkout.placeOrder       protected (atomic mode), replay cache on (the default)
+ *   bench.placeOrderNoCache   protected, replay cache off: every replay reads PostgreSQL
+ *   bench.placeOrderUnprotected  the same insert in a plain transaction
+ */
+import { serveFetch } from "@idemkit/testkit";
+import { drizzle } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
+import { createHandler, createRouter, insertOrder, placeOrderInput, t } from "../src/router.js";
+
+const client = postgres(String(process.env.DATABASE_URL), { max: Number(process.env.BENCH_POOL ?? 10) });
+const db = drizzle(client);
+const app = createRouter({ db });
+const uncached = createRouter({ db, replayCacheSize: 0 });
+const router = t.mergeRouters(
+  app,
+  t.router({
+    bench: t.router({
+      placeOrderNoCache: uncached.checkout.placeOrder,
+      placeOrderUnprotected: t.procedure
+        .input(placeOrderInput)
+        .mutation(({ ctx, input }) => db.transaction((tx) => insertOrder(tx, ctx.userId, input.items))),
+    }),
+  }),
+);
+const server = await serveFetch(createHandler(router));
+console.log(`LISTENING ${server.url}`);
+
+// Exit through process.exit so that profilers (--cpu-prof) and pools get to finish.
+process.once("SIGTERM", async () => {
+  await server.close();
+  await client.end({ timeout: 1 });
+  process.exit(0);
+});

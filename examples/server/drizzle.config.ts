@@ -1,0 +1,3 @@
+import { defineConfig } from "drizzle-kit";
+
+export default defineConfig({ dialect: "postgresql", schema: "./src/schema.ts", out: "./drizzle" });

@@ -1,0 +1,45 @@
+/**
+ * Opens the example's database: embedded PGlite (data in `.data/`) by default, PostgreSQL through postgres.js
+ * when DATABASE_URL is set. Migrations from `drizzle/` are applied on open.
+ */
+import { mkdir } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+
+const MIGRATIONS = fileURLToPath(new URL("../drizzle", import.meta.url));
+const DATA_DIR = fileURLToPath(new URL("../.data/pglite", import.meta.url));
+
+export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
+
+export interface OpenDatabase {
+  db: Database;
+  description: string;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** PostgreSQL URL; PGlite when absent. */
+  url?: string | undefined;
+  /** postgres.js pool size. Default 10. */
+  max?: number;
+}
+
+export async function openDatabase({ url, max = 10 }: OpenOptions = {}): Promise<OpenDatabase> {
+  if (url) {
+    const { default: postgres } = await import("postgres");
+    const { drizzle } = await import("drizzle-orm/postgres-js");
+    const { migrate } = await import("drizzle-orm/postgres-js/migrator");
+    const client = postgres(url, { max, onnotice: () => {} });
+    const db = drizzle(client);
+    await migrate(db, { migrationsFolder: MIGRATIONS });
+    return { db, description: `PostgreSQL at ${new URL(url).host}`, close: () => client.end({ timeout: 5 }) };
+  }
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { drizzle } = await import("drizzle-orm/pglite");
+  const { migrate } = await import("drizzle-orm/pglite/migrator");
+  await mkdir(DATA_DIR, { recursive: true });
+  const client = new PGlite(DATA_DIR);
+  const db = drizzle(client);
+  await migrate(db, { migrationsFolder: MIGRATIONS });
+  return { db, description: `embedded PGlite in ${DATA_DIR}`, close: () => client.close() };
+}
