@@ -1,0 +1,118 @@
+/**
+ * Atomic mode against real PostgreSQL (and PGlite where it can show it): the claim shares the caller's
+ * transaction, a duplicate waits for it within a bound, and the claim statement leaves the transaction's
+ * settings as it found them.
+ */
+import { type ClaimRequest, createIdempotencyEngine } from "@idemkit/core";
+import { openPglite, openPostgres } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { drizzleStore } from "../src/index.js";
+
+let server: Awaited<ReturnType<typeof openPostgres>>;
+let pglite: Awaited<ReturnType<typeof openPglite>>;
+
+beforeAll(async () => {
+  [server, pglite] = await Promise.all([openPostgres(inject("postgresUrl"), { max: 4 }), openPglite()]);
+  for (const database of [server, pglite]) {
+    await database.query("create table notes (id serial primary key, key text not null)");
+  }
+});
+afterAll(async () => {
+  await Promise.all([server?.close(), pglite?.close()]);
+});
+
+function claimFor(key: string, now = Date.now()): ClaimRequest {
+  return {
+    id: { scope: "s", path: "notes.add", key },
+    fingerprint: "fp",
+    now,
+    leaseExpiresAt: now + 30_000,
+    expiresAt: now + 60_000,
+  };
+}
+
+function rowsOf(result: unknown): Array<Record<string, unknown>> {
+  return Array.isArray(result) ? result : (result as { rows: Array<Record<string, unknown>> }).rows;
+}
+
+describe("atomic mode on PostgreSQL", () => {
+  it("puts lock_timeout back after the claim, so the procedure's own statements keep the caller's setting", async () => {
+    const store = drizzleStore({ db: server.db, waitMs: 1234 });
+    const seen = await store.atomic.transaction(async (session) => {
+      await session.tx.execute(sql`set local lock_timeout = '7s'`);
+      await session.claim(claimFor(globalThis.crypto.randomUUID()));
+      return rowsOf(await session.tx.execute(sql`show lock_timeout`))[0]?.lock_timeout;
+    });
+    expect(seen).toBe("7s");
+  });
+
+  it("bounds a duplicate's wait: busy once waitMs passes while the first transaction holds the key", async () => {
+    const store = drizzleStore({ db: server.db, waitMs: 300 });
+    const key = globalThis.crypto.randomUUID();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let claimed!: () => void;
+    const firstClaimed = new Promise<void>((resolve) => {
+      claimed = resolve;
+    });
+    const first = store.atomic.transaction(async (session) => {
+      await session.claim(claimFor(key));
+      claimed();
+      await held;
+    });
+    await firstClaimed;
+    const started = Date.now();
+    // A busy claim leaves the transaction aborted: the caller must roll it back, here by throwing.
+    const second = await store.atomic
+      .transaction(async (session) => {
+        throw await session.claim(claimFor(key));
+      })
+      .catch((outcome: unknown) => outcome);
+    expect(second).toEqual({ status: "busy" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    release();
+    await first;
+  });
+
+  it("keeps a replaced expired record when a 4xx undoes the procedure's writes", async () => {
+    const store = drizzleStore({ db: server.db });
+    const key = globalThis.crypto.randomUUID();
+    const past = Date.now() - 120_000;
+    await store.claim(claimFor(key, past));
+    await store.complete(claimFor(key).id, 1, { status: 200, body: '"old"' }, past + 1);
+    await store.atomic.transaction(async (session) => {
+      expect(await session.claim(claimFor(key))).toEqual({ status: "claimed", fence: 2, takeover: false });
+      await session.tx.execute(sql`insert into notes (key) values (${key})`);
+      await session.complete(claimFor(key).id, { status: 404, body: '"gone"' }, Date.now() + 60_000, {
+        undoEffects: true,
+      });
+    });
+    expect(await store.get(claimFor(key).id)).toMatchObject({
+      state: "completed",
+      fence: 2,
+      response: { body: '"gone"' },
+    });
+    expect(await server.query("select * from notes where key = $1", [key])).toHaveLength(0);
+  });
+});
+
+describe("atomic mode on PGlite", () => {
+  it("commits the procedure's writes with the stored result, and replays without running again", async () => {
+    const engine = createIdempotencyEngine({ store: drizzleStore({ db: pglite.db }) });
+    expect(engine.mode).toBe("atomic");
+    const request = { ...claimFor("pglite-key").id, fingerprint: "fp" };
+    let runs = 0;
+    const work = async ({ tx }: { tx: typeof pglite.db | undefined }) => {
+      runs++;
+      await tx?.execute(sql`insert into notes (key) values ('pglite-key')`);
+      return { value: "done", response: { status: 200, body: '"done"' } };
+    };
+    expect(await engine.run(request, work)).toEqual({ replayed: false, value: "done" });
+    expect(await engine.run(request, work)).toEqual({ replayed: true, response: { status: 200, body: '"done"' } });
+    expect(runs).toBe(1);
+    expect(await pglite.query("select * from notes where key = 'pglite-key'")).toHaveLength(1);
+  });
+});
