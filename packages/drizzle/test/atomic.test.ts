@@ -3,11 +3,11 @@
  * transaction, a duplicate waits for it within a bound, and the claim statement leaves the transaction's
  * settings as it found them.
  */
-import { type ClaimRequest, createIdempotencyEngine } from "@idemkit/core";
+import { type ClaimRequest, createIdempotencyEngine, type Execution } from "@idemkit/core";
 import { openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { drizzleStore } from "../src/index.js";
+import { drizzleStore, type TransactionOf } from "../src/index.js";
 
 let server: Awaited<ReturnType<typeof openPostgres>>;
 let pglite: Awaited<ReturnType<typeof openPglite>>;
@@ -105,7 +105,7 @@ describe("atomic mode on PGlite", () => {
     expect(engine.mode).toBe("atomic");
     const request = { ...claimFor("pglite-key").id, fingerprint: "fp" };
     let runs = 0;
-    const work = async ({ tx }: { tx: typeof pglite.db | undefined }) => {
+    const work = async ({ tx }: Execution<TransactionOf<typeof pglite.db>>) => {
       runs++;
       await tx?.execute(sql`insert into notes (key) values ('pglite-key')`);
       return { value: "done", response: { status: 200, body: '"done"' } };
