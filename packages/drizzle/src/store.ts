@@ -24,9 +24,8 @@ import type {
   StoredResponse,
 } from "@idemkit/core";
 import { RecordState, replacement } from "@idemkit/core";
-import type { SQL } from "drizzle-orm";
 import { sql } from "drizzle-orm";
-import { type PgDatabase, PgDialect, type PgQueryResultHKT } from "drizzle-orm/pg-core";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 
 // biome-ignore lint/suspicious/noExplicitAny: a store works with any schema the caller's database was built with
 type AnyPgDatabase = PgDatabase<PgQueryResultHKT, any, any>;
@@ -70,14 +69,14 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     afterReplace?: () => PromiseLike<unknown>,
   ): Promise<ClaimResult> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const [row] = await rows(executor, "idemkit_claim", insertOrRead(request, waitSetting));
+      const [row] = await run(executor, CLAIM, claimParams(request, waitSetting));
       if (row?.claimed_fence != null) return { status: "claimed", fence: Number(row.claimed_fence), takeover: false };
       // The statement's snapshot predates a row committed while it waited: read again with a fresh one.
       const record = row?.state != null ? toRecord(row) : await getWith(executor, request.id);
       if (!record) continue;
       const replaced = replacement(record, request);
       if (!replaced) return { status: "exists", record };
-      const [updated] = await rows(executor, "idemkit_replace", replace(request, record.fence));
+      const [updated] = await run(executor, REPLACE, [...claimParams(request), record.fence]);
       if (updated) {
         await afterReplace?.();
         return { status: "claimed", fence: Number(updated.fence), takeover: replaced.takeover };
@@ -87,11 +86,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   }
 
   async function getWith(executor: Executor, id: RecordId): Promise<StoredRecord | undefined> {
-    const [row] = await rows(
-      executor,
-      "idemkit_get",
-      sql`select ${RECORD_COLUMNS} from idempotency_keys where ${matches(id)}`,
-    );
+    const [row] = await run(executor, GET, keyOf(id));
     return row && toRecord(row);
   }
 
@@ -102,15 +97,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     response: StoredResponse,
     expiresAt: number,
   ) {
-    const updated = await rows(
-      executor,
-      "idemkit_complete",
-      sql`update idempotency_keys
-          set state = 'completed', lease_expires_at = null, expires_at = ${toTimestamp(expiresAt)},
-              response_status = ${response.status}::int, response_body = ${response.body}::text
-          where ${matches(id)} and fence = ${fence}::int and state = 'in_progress'
-          returning 1 as done`,
-    );
+    const updated = await run(executor, COMPLETE, [...keyOf(id), expiresAt, response.status, response.body, fence]);
     return updated.length === 1;
   }
 
@@ -162,20 +149,14 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     claim: (request) => claimWith(db, request),
     complete: (id, fence, response, expiresAt) => completeWith(db, id, fence, response, expiresAt),
     async release(id, fence) {
-      const deleted = await rows(
-        db,
-        "idemkit_release",
-        sql`delete from idempotency_keys
-            where ${matches(id)} and fence = ${fence}::int and state = 'in_progress'
-            returning 1 as done`,
-      );
+      const deleted = await run(db, RELEASE, [...keyOf(id), fence]);
       return deleted.length === 1;
     },
     get: (id) => getWith(db, id),
     async purgeExpired({ now, batchSize = 1_000 }) {
       let total = 0;
       for (;;) {
-        const [row] = await rows(db, "idemkit_purge", purgeBatch(now, batchSize));
+        const [row] = await run(db, PURGE, [now, batchSize]);
         const deleted = Number(row?.deleted ?? 0);
         total += deleted;
         if (deleted < batchSize) return total;
@@ -184,67 +165,102 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   };
 }
 
-const RECORD_COLUMNS = sql.raw(`state, fingerprint, fence,
+/** A statement of the store: its SQL is fixed, so it is prepared once per connection under `name`. */
+interface Statement {
+  name: string;
+  text: string;
+}
+
+/** Columns of a record, times as epoch milliseconds. */
+const RECORD_COLUMNS = `state, fingerprint, fence,
   (extract(epoch from lease_expires_at) * 1000)::float8 as lease_expires_ms,
   (extract(epoch from expires_at) * 1000)::float8 as expires_ms,
-  response_status, response_body`);
-
-function matches({ scope, path, key }: RecordId): SQL {
-  return sql`scope = ${scope}::text and path = ${path}::text and key = ${key}::text`;
-}
-
-function toTimestamp(ms: number): SQL {
-  return sql`to_timestamp(${ms}::float8 / 1000)`;
-}
+  response_status, response_body`;
+/** $1, $2, $3: the record id. */
+const KEY_MATCH = "scope = $1::text and path = $2::text and key = $3::text";
 
 /**
- * One statement, one row back: `claimed_fence` when the insert won, else the conflicting row as this
- * statement's snapshot sees it (null columns when it was committed after the snapshot was taken).
+ * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout. One row back: `claimed_fence` when the insert won,
+ * else the conflicting row as this statement's snapshot sees it (nulls when it committed after the snapshot).
  */
-function insertOrRead(request: ClaimRequest, waitSetting: string): SQL {
-  const { id, fingerprint, leaseExpiresAt, expiresAt } = request;
-  return sql`with previous as materialized (
-      select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', ${waitSetting}::text, true)
+const CLAIM: Statement = {
+  name: "idemkit_claim",
+  text: `with previous as materialized (
+      select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)
     ), inserted as (
       insert into idempotency_keys (scope, path, key, fingerprint, state, fence, lease_expires_at, expires_at)
-      select ${id.scope}::text, ${id.path}::text, ${id.key}::text, ${fingerprint}::text, 'in_progress', 1,
-             ${toTimestamp(leaseExpiresAt)}, ${toTimestamp(expiresAt)}
+      select $1::text, $2::text, $3::text, $4::text, 'in_progress', 1,
+             to_timestamp($5::float8 / 1000), to_timestamp($6::float8 / 1000)
       from previous
       on conflict (scope, path, key) do nothing
       returning fence
     ), existing as (
       select ${RECORD_COLUMNS} from idempotency_keys
-      where ${matches(id)} and not exists (select 1 from inserted)
+      where ${KEY_MATCH} and not exists (select 1 from inserted)
     )
     select (select fence from inserted) as claimed_fence, existing.*,
            set_config('lock_timeout', previous.lock_timeout, true) as restored
-    from previous left join existing on true`;
-}
+    from previous left join existing on true`,
+};
 
-function replace(request: ClaimRequest, seenFence: number): SQL {
-  const { id, fingerprint, leaseExpiresAt, expiresAt } = request;
-  return sql`update idempotency_keys
-    set fingerprint = ${fingerprint}::text, state = 'in_progress', fence = fence + 1,
-        lease_expires_at = ${toTimestamp(leaseExpiresAt)}, expires_at = ${toTimestamp(expiresAt)},
+const GET: Statement = {
+  name: "idemkit_get",
+  text: `select ${RECORD_COLUMNS} from idempotency_keys where ${KEY_MATCH}`,
+};
+
+/** $4 fingerprint, $5 lease end, $6 expiry, $7 the fence the caller saw: replaced only if nobody else did first. */
+const REPLACE: Statement = {
+  name: "idemkit_replace",
+  text: `update idempotency_keys
+    set fingerprint = $4::text, state = 'in_progress', fence = fence + 1,
+        lease_expires_at = to_timestamp($5::float8 / 1000), expires_at = to_timestamp($6::float8 / 1000),
         response_status = null, response_body = null, created_at = now()
-    where ${matches(id)} and fence = ${seenFence}::int
-    returning fence`;
-}
+    where ${KEY_MATCH} and fence = $7::int
+    returning fence`,
+};
 
-/** One bounded batch; SKIP LOCKED so purge never waits on (or blocks) a request that holds a row. */
-function purgeBatch(now: number, batchSize: number): SQL {
-  return sql`with doomed as (
+/** $4 expiry, $5 status, $6 body, $7 fence. */
+const COMPLETE: Statement = {
+  name: "idemkit_complete",
+  text: `update idempotency_keys
+    set state = 'completed', lease_expires_at = null, expires_at = to_timestamp($4::float8 / 1000),
+        response_status = $5::int, response_body = $6::text
+    where ${KEY_MATCH} and fence = $7::int and state = 'in_progress'
+    returning 1 as done`,
+};
+
+/** $4 fence. */
+const RELEASE: Statement = {
+  name: "idemkit_release",
+  text: `delete from idempotency_keys where ${KEY_MATCH} and fence = $4::int and state = 'in_progress' returning 1 as done`,
+};
+
+/** $1 now, $2 batch size. SKIP LOCKED: purge never waits on (or blocks) a request that holds a row. */
+const PURGE: Statement = {
+  name: "idemkit_purge",
+  text: `with doomed as (
       select scope, path, key from idempotency_keys
-      where expires_at <= ${toTimestamp(now)}
-        and (state = 'completed' or lease_expires_at <= ${toTimestamp(now)})
-      limit ${batchSize}::int
+      where expires_at <= to_timestamp($1::float8 / 1000)
+        and (state = 'completed' or lease_expires_at <= to_timestamp($1::float8 / 1000))
+      limit $2::int
       for update skip locked
     ), deleted as (
       delete from idempotency_keys as t using doomed
       where t.scope = doomed.scope and t.path = doomed.path and t.key = doomed.key
       returning 1
     )
-    select count(*)::int as deleted from deleted`;
+    select count(*)::int as deleted from deleted`,
+};
+
+function keyOf({ scope, path, key }: RecordId): unknown[] {
+  return [scope, path, key];
+}
+
+function claimParams(request: ClaimRequest, waitSetting?: string): unknown[] {
+  const { id, fingerprint, leaseExpiresAt, expiresAt } = request;
+  const params = [...keyOf(id), fingerprint, leaseExpiresAt, expiresAt];
+  if (waitSetting !== undefined) params.push(waitSetting);
+  return params;
 }
 
 function toRecord(row: Row): StoredRecord {
@@ -273,16 +289,14 @@ function dispatch<T>(query: PromiseLike<T>): Promise<T> {
   });
 }
 
-const dialect = new PgDialect();
-
 /**
  * Runs one of the store's statements as a named prepared statement: parsed and planned once per connection,
  * then one round trip each time. (`db.execute` would send it unprepared, which postgres.js answers in two round
  * trips: one to learn the parameter types, one to run.) postgres.js answers with an array of rows; PGlite and
  * node-postgres with `{ rows }`.
  */
-function rows(executor: Executor, name: string, query: SQL): Promise<Row[]> {
-  const prepared = executor._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false);
+function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
+  const prepared = executor._.session.prepareQuery({ sql: statement.text, params }, undefined, statement.name, false);
   return dispatch(prepared.execute()).then(
     (result: unknown) => (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[],
   );
