@@ -133,61 +133,39 @@ export function idempotency<
   TMode extends IdempotencyMode = "atomic",
 >(options: IdempotencyOptions<TCtx, TStore, TMode>) {
   type Tx = TMode extends "lease" ? undefined : TransactionOfStore<TStore>;
-  const { store, scope: scopeOf, storeServerErrors = false, http = httpFromContext } = options;
-  const engine = createIdempotencyEngine<unknown>({
-    store,
-    ...(options.mode !== undefined && { mode: options.mode }),
-    ...(options.ttlMs !== undefined && { ttlMs: options.ttlMs }),
-    ...(options.leaseMs !== undefined && { leaseMs: options.leaseMs }),
-    ...(options.replayCacheSize !== undefined && { replayCacheSize: options.replayCacheSize }),
-    ...(options.now !== undefined && { now: options.now }),
-    ...(options.onEvent !== undefined && { onEvent: options.onEvent }),
-  });
+  const { scope: scopeOf, storeServerErrors = false, http = httpFromContext } = options;
+  const engine = createIdempotencyEngine<unknown>(options);
   const transformer = outputTransformer(options.transformer);
   const t = initTRPC.context<TCtx>().create();
 
   return t.middleware(async function idempotencyMiddleware(opts) {
-    if (opts.type !== "mutation")
+    if (opts.type !== "mutation") {
       return opts.next({ ctx: { idempotency: undefined as never as IdempotencyContext<Tx> } });
+    }
     const ctx = opts.ctx as unknown as TCtx;
+    const { path } = opts;
     const exchange = http(ctx);
-    const fail = (error: IdempotencyError) => {
-      throw toTRPCError(error, exchange);
-    };
-    let key: string;
     try {
-      key = parseIdempotencyKey(exchange.header(IDEMPOTENCY_KEY_HEADER), opts.path);
+      const key = parseIdempotencyKey(exchange.header(IDEMPOTENCY_KEY_HEADER), path);
       if (exchange.calls > 1) {
         throw new IdempotencyError(
           IdempotencyErrorCode.KEY_SHARED_IN_BATCH,
-          `One ${IDEMPOTENCY_KEY_HEADER} cannot cover the ${exchange.calls} calls of a batch; send ${opts.path} unbatched.`,
+          `One ${IDEMPOTENCY_KEY_HEADER} cannot cover the ${exchange.calls} calls of a batch; send ${path} unbatched.`,
         );
       }
-    } catch (error) {
-      return isIdempotencyError(error) ? fail(error) : Promise.reject(error);
-    }
-    const scope = await scopeOf({ ctx });
-    if (typeof scope !== "string" || scope.length === 0) {
-      throw new TRPCError({
-        code: "INTERNAL_SERVER_ERROR",
-        message: "idempotency(): scope() must return a non-empty string.",
-      });
-    }
-    const rawInput = await opts.getRawInput();
-    let inputPrint: string;
-    try {
-      inputPrint = fingerprint(rawInput);
-    } catch (cause) {
-      throw new TRPCError({ code: "BAD_REQUEST", message: "The input cannot be fingerprinted.", cause });
-    }
-    const id = { scope, path: opts.path, key };
-    const subKey = (name: string) => sha256Hex(JSON.stringify([scope, opts.path, key, name])).slice(0, 40);
+      const scope = await scopeOf({ ctx });
+      if (typeof scope !== "string" || scope.length === 0) {
+        throw new TRPCError({
+          code: "INTERNAL_SERVER_ERROR",
+          message: "idempotency(): scope() must return a non-empty string.",
+        });
+      }
+      const request = { scope, path, key, fingerprint: fingerprintOf(await opts.getRawInput()) };
+      const subKey = (name: string) => sha256Hex(JSON.stringify([scope, path, key, name])).slice(0, 40);
 
-    try {
-      const run = await engine.run({ ...id, fingerprint: inputPrint }, async ({ tx }) => {
+      const run = await engine.run(request, async ({ tx }) => {
         const idempotencyContext: IdempotencyContext<Tx> = { key, scope, tx: tx as Tx, subKey };
-        const result = await opts.next({ ctx: { idempotency: idempotencyContext } });
-        return settle(result);
+        return settle(await opts.next({ ctx: { idempotency: idempotencyContext } }));
       });
       if (!run.replayed) return run.value;
       exchange.setHeader(IDEMPOTENT_REPLAYED_HEADER, "true");
@@ -197,8 +175,7 @@ export function idempotency<
       const data = "result" in body ? transformer.deserialize(body.result) : undefined;
       return { ok: true as const, data, marker: undefined } as unknown as Awaited<ReturnType<typeof opts.next>>;
     } catch (error) {
-      if (isIdempotencyError(error)) return fail(error);
-      throw error;
+      throw isIdempotencyError(error) ? toTRPCError(error, exchange) : error;
     }
   });
 
@@ -219,6 +196,15 @@ export function idempotency<
     if (!storable) return { value: result, response: undefined };
     const stored: StoredBody = { error: { code: error.code, message: error.message } };
     return { value: result, response: { status, body: JSON.stringify(stored) } };
+  }
+}
+
+/** The input's fingerprint; an input that cannot be compared (a function, a cycle) is refused, not run. */
+function fingerprintOf(rawInput: unknown): string {
+  try {
+    return fingerprint(rawInput);
+  } catch (cause) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: "The input cannot be fingerprinted.", cause });
   }
 }
 
