@@ -204,13 +204,15 @@ describe("execution and replay (atomic mode)", () => {
 
   it("keeps scopes apart: another user's key neither replays their result nor blocks", async () => {
     const held = deferred();
-    const app = await start({ hold: (key) => (key.startsWith("held-") ? held.promise : Promise.resolve()) });
+    let calls = 0;
+    const app = await start({ hold: () => (++calls === 1 ? held.promise : Promise.resolve()) });
     const [alice, bob] = [user(), user()];
-    const key = `held-${globalThis.crypto.randomUUID()}`;
+    const key = globalThis.crypto.randomUUID();
     const aliceCall = mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
     await expect.poll(() => app.executions.get("placeOrder")).toBe(1);
-    held.resolve();
+    // Alice's request still holds her claim while Bob sends the same key.
     const bobAnswer = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: bob });
+    held.resolve();
     const aliceAnswer = await aliceCall;
     expect(bobAnswer.status).toBe(200);
     expect(bobAnswer.headers.get("idempotent-replayed")).toBeNull();
