@@ -1,6 +1,7 @@
 /**
- * The PostgreSQL store, over any Drizzle `PgDatabase`: postgres.js, PGlite or node-postgres. It talks plain SQL
- * through `db.execute`, so it adds no query-builder work to the hot path and behaves alike on every driver.
+ * The PostgreSQL store, over any Drizzle `PgDatabase`: postgres.js, PGlite or node-postgres. Its statements are
+ * fixed SQL texts run as named prepared statements through the database's own session: no query building on
+ * the hot path, one round trip each, and the same behaviour on every driver.
  *
  * The claim is one statement. It inserts the record or, on conflict, returns the row that stands in the way:
  *
@@ -34,7 +35,10 @@ type AnyPgDatabase = PgDatabase<PgQueryResultHKT, any, any>;
 export type TransactionOf<TDb extends AnyPgDatabase> = Parameters<Parameters<TDb["transaction"]>[0]>[0];
 
 export interface DrizzleStoreOptions<TDb extends AnyPgDatabase> {
-  /** The Drizzle database (postgres.js, PGlite, node-postgres). Its schema must include `idempotencyKeys`. */
+  /**
+   * The Drizzle database (postgres.js, PGlite, node-postgres). It must have the `idempotency_keys` table:
+   * migrate it from `idempotencyKeys` in your schema with drizzle-kit, or apply this repository's `drizzle/`.
+   */
   db: TDb;
   /**
    * Atomic mode: how long a duplicate waits for the first request's transaction before it is answered

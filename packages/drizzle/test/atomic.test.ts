@@ -99,6 +99,29 @@ describe("atomic mode on PostgreSQL", () => {
   });
 });
 
+describe("atomic mode, when storing the result fails", () => {
+  it.each([
+    ["PostgreSQL", () => server],
+    ["PGlite", () => pglite],
+  ] as const)("on %s the transaction rejects and nothing of it commits", async (_, database) => {
+    const { db, query } = database();
+    const store = drizzleStore({ db: db as typeof server.db });
+    const key = globalThis.crypto.randomUUID();
+    const outcome = store.atomic.transaction(async (session) => {
+      await session.claim(claimFor(key));
+      await session.tx.execute(sql`insert into notes (key) values (${key})`);
+      // A status PostgreSQL cannot store as an integer makes the completing update fail.
+      await session.complete(claimFor(key).id, { status: 2 ** 40, body: "{}" }, Date.now() + 60_000, {
+        undoEffects: false,
+      });
+      return "committed?";
+    });
+    await expect(outcome).rejects.toThrow();
+    expect(await query("select * from notes where key = $1", [key])).toHaveLength(0);
+    expect(await store.get(claimFor(key).id)).toBeUndefined();
+  });
+});
+
 describe("atomic mode on PGlite", () => {
   it("commits the procedure's writes with the stored result, and replays without running again", async () => {
     const engine = createIdempotencyEngine({ store: drizzleStore({ db: pglite.db }) });
