@@ -22,9 +22,11 @@ export interface OpenOptions {
   url?: string | undefined;
   /** postgres.js pool size. Default 10. */
   max?: number;
+  /** Where PGlite keeps its files. Default `examples/server/.data/pglite`. */
+  dataDir?: string;
 }
 
-export async function openDatabase({ url, max = 10 }: OpenOptions = {}): Promise<OpenDatabase> {
+export async function openDatabase({ url, max = 10, dataDir = DATA_DIR }: OpenOptions = {}): Promise<OpenDatabase> {
   if (url) {
     const { default: postgres } = await import("postgres");
     const { drizzle } = await import("drizzle-orm/postgres-js");
@@ -37,9 +39,9 @@ export async function openDatabase({ url, max = 10 }: OpenOptions = {}): Promise
   const { PGlite } = await import("@electric-sql/pglite");
   const { drizzle } = await import("drizzle-orm/pglite");
   const { migrate } = await import("drizzle-orm/pglite/migrator");
-  await mkdir(DATA_DIR, { recursive: true });
-  const client = new PGlite(DATA_DIR);
+  await mkdir(dataDir, { recursive: true });
+  const client = new PGlite(dataDir);
   const db = drizzle(client);
   await migrate(db, { migrationsFolder: MIGRATIONS });
-  return { db, description: `embedded PGlite in ${DATA_DIR}`, close: () => client.close() };
+  return { db, description: `embedded PGlite in ${dataDir}`, close: () => client.close() };
 }
