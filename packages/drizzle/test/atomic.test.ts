@@ -4,22 +4,27 @@
  * settings as it found them.
  */
 import { type ClaimRequest, createIdempotencyEngine, type Execution } from "@idemkit/core";
-import { openPglite, openPostgres } from "@idemkit/testkit";
+import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { drizzleStore, type TransactionOf } from "../src/index.js";
 
 let server: Awaited<ReturnType<typeof openPostgres>>;
 let pglite: Awaited<ReturnType<typeof openPglite>>;
+let nodePostgres: Awaited<ReturnType<typeof openNodePostgres>>;
 
 beforeAll(async () => {
-  [server, pglite] = await Promise.all([openPostgres(inject("postgresUrl"), { max: 4 }), openPglite()]);
-  for (const database of [server, pglite]) {
+  [server, pglite, nodePostgres] = await Promise.all([
+    openPostgres(inject("postgresUrl"), { max: 4 }),
+    openPglite(),
+    openNodePostgres(inject("postgresUrl"), { max: 4 }),
+  ]);
+  for (const database of [server, pglite, nodePostgres]) {
     await database.query("create table notes (id serial primary key, key text not null)");
   }
 });
 afterAll(async () => {
-  await Promise.all([server?.close(), pglite?.close()]);
+  await Promise.all([server?.close(), pglite?.close(), nodePostgres?.close()]);
 });
 
 function claimFor(key: string, now = Date.now()): ClaimRequest {
@@ -103,6 +108,7 @@ describe("atomic mode, when storing the result fails", () => {
   it.each([
     ["PostgreSQL", () => server],
     ["PGlite", () => pglite],
+    ["node-postgres", () => nodePostgres],
   ] as const)("on %s the transaction rejects and nothing of it commits", async (_, database) => {
     const { db, query } = database();
     const store = drizzleStore({ db: db as typeof server.db });
@@ -122,20 +128,25 @@ describe("atomic mode, when storing the result fails", () => {
   });
 });
 
-describe("atomic mode on PGlite", () => {
+describe.each([
+  ["PGlite", () => pglite],
+  ["node-postgres", () => nodePostgres],
+] as const)("atomic mode on %s", (driver, database) => {
   it("commits the procedure's writes with the stored result, and replays without running again", async () => {
-    const engine = createIdempotencyEngine({ store: drizzleStore({ db: pglite.db }) });
+    const { db, query } = database();
+    const engine = createIdempotencyEngine({ store: drizzleStore({ db: db as typeof pglite.db }) });
     expect(engine.mode).toBe("atomic");
-    const request = { ...claimFor("pglite-key").id, fingerprint: "fp" };
+    const key = `engine-${driver}`;
+    const request = { ...claimFor(key).id, fingerprint: "fp" };
     let runs = 0;
     const work = async ({ tx }: Execution<TransactionOf<typeof pglite.db>>) => {
       runs++;
-      await tx?.execute(sql`insert into notes (key) values ('pglite-key')`);
+      await tx?.execute(sql`insert into notes (key) values (${key})`);
       return { value: "done", response: { status: 200, body: '"done"' } };
     };
     expect(await engine.run(request, work)).toEqual({ replayed: false, value: "done" });
     expect(await engine.run(request, work)).toEqual({ replayed: true, response: { status: 200, body: '"done"' } });
     expect(runs).toBe(1);
-    expect(await pglite.query("select * from notes where key = 'pglite-key'")).toHaveLength(1);
+    expect(await query("select * from notes where key = $1", [key])).toHaveLength(1);
   });
 });

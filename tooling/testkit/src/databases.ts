@@ -4,10 +4,13 @@
  */
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
+import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
+import { migrate as migrateNodePostgres } from "drizzle-orm/node-postgres/migrator";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
+import pg from "pg";
 import postgres from "postgres";
 import { createDatabase } from "./postgres.js";
 
@@ -16,6 +19,7 @@ export const MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle", impor
 
 export type PgliteDatabase = ReturnType<typeof drizzlePglite>;
 export type PostgresDatabase = ReturnType<typeof drizzlePostgres>;
+export type NodePostgresDatabase = ReturnType<typeof drizzleNodePostgres<Record<string, never>, pg.Pool>>;
 
 export interface OpenedDatabase<TDb> {
   db: TDb;
@@ -57,6 +61,26 @@ export async function openPostgres(
       (await client.unsafe(text, params as postgres.ParameterOrJSON<never>[])) as unknown as T[],
     async close() {
       await client.end({ timeout: 5 });
+      await database.drop();
+    },
+  };
+}
+
+/** Like {@link openPostgres}, through node-postgres (`pg`) instead of postgres.js. */
+export async function openNodePostgres(
+  serverUrl: string,
+  { max = 10 }: PostgresOpenOptions = {},
+): Promise<OpenedDatabase<NodePostgresDatabase> & { url: string }> {
+  const database = await createDatabase(serverUrl);
+  const pool = new pg.Pool({ connectionString: database.url, max });
+  const db = drizzleNodePostgres({ client: pool });
+  await migrateNodePostgres(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  return {
+    db,
+    url: database.url,
+    query: async <T>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as T[],
+    async close() {
+      await pool.end();
       await database.drop();
     },
   };

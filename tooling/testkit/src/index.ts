@@ -1,7 +1,13 @@
 import "./provided.js";
 
-export type { OpenedDatabase, PgliteDatabase, PostgresDatabase, PostgresOpenOptions } from "./databases.js";
-export { MIGRATIONS_FOLDER, openPglite, openPostgres } from "./databases.js";
+export type {
+  NodePostgresDatabase,
+  OpenedDatabase,
+  PgliteDatabase,
+  PostgresDatabase,
+  PostgresOpenOptions,
+} from "./databases.js";
+export { MIGRATIONS_FOLDER, openNodePostgres, openPglite, openPostgres } from "./databases.js";
 export type { FetchHandler, ServedHandler } from "./http.js";
 export { serveFetch } from "./http.js";
 export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";
