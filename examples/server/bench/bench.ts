@@ -7,7 +7,8 @@
  *   replay (cache)    duplicates of completed requests, answered from the in-process replay cache
  *   replay (no cache) duplicates answered from PostgreSQL (another instance, or the cache turned off)
  *
- * and prints requests/s, p50 and p99 latency, and each throughput as a ratio of unprotected.
+ * and prints requests/s, p50 and p99 latency, the server's CPU time per request, and each throughput as a ratio
+ * of unprotected.
  * Environment: DATABASE_URL (else a throwaway server), BENCH_SECONDS per round (3), BENCH_CONNECTIONS (16).
  */
 import { spawn } from "node:child_process";
@@ -77,15 +78,23 @@ interface Measure {
   errors: number;
   seconds: number;
   latenciesMs: number[];
+  serverCpuMs: number;
 }
 
-async function drive(scenario: Scenario, seconds: number): Promise<Measure> {
+async function serverCpuMs(): Promise<number> {
+  const response = await fetch(`${baseUrl}/api/trpc/bench.cpuMs`);
+  const body = (await response.json()) as { result: { data: { json: number } } };
+  return body.result.data.json;
+}
+
+async function drive(scenario: Scenario, durationSeconds: number): Promise<Measure> {
   const latenciesMs: number[] = [];
   let requests = 0;
   let errors = 0;
   let sequence = 0;
+  const cpuBefore = await serverCpuMs();
   const started = performance.now();
-  const deadline = started + seconds * 1_000;
+  const deadline = started + durationSeconds * 1_000;
   await Promise.all(
     Array.from({ length: CONNECTIONS }, async () => {
       while (performance.now() < deadline) {
@@ -97,7 +106,8 @@ async function drive(scenario: Scenario, seconds: number): Promise<Measure> {
       }
     }),
   );
-  return { requests, errors, seconds: (performance.now() - started) / 1_000, latenciesMs };
+  const elapsedSeconds = (performance.now() - started) / 1_000;
+  return { requests, errors, seconds: elapsedSeconds, latenciesMs, serverCpuMs: (await serverCpuMs()) - cpuBefore };
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -109,7 +119,7 @@ for (const key of replayKeys) await post("checkout.placeOrder", key);
 for (const scenario of scenarios) await drive(scenario, 1);
 
 const totals = new Map<string, Measure>(
-  scenarios.map((s) => [s.name, { requests: 0, errors: 0, seconds: 0, latenciesMs: [] }]),
+  scenarios.map((s) => [s.name, { requests: 0, errors: 0, seconds: 0, latenciesMs: [], serverCpuMs: 0 }]),
 );
 for (let round = 1; round <= ROUNDS; round++) {
   for (const scenario of scenarios) {
@@ -118,6 +128,7 @@ for (let round = 1; round <= ROUNDS; round++) {
     total.requests += measure.requests;
     total.errors += measure.errors;
     total.seconds += measure.seconds;
+    total.serverCpuMs += measure.serverCpuMs;
     total.latenciesMs.push(...measure.latenciesMs);
   }
 }
@@ -127,14 +138,24 @@ const baselineRate = baseline.requests / baseline.seconds;
 console.log(
   `\nidemkit bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s per scenario, PostgreSQL fsync on, pool 10\n`,
 );
-console.log(
-  `${"scenario".padEnd(20)}${"req/s".padStart(9)}${"p50 ms".padStart(9)}${"p99 ms".padStart(9)}${"errors".padStart(8)}${"vs unprotected".padStart(16)}`,
-);
+const columns = ["scenario", "req/s", "p50 ms", "p99 ms", "server CPU ms/req", "errors", "vs unprotected"];
+const widths = [20, 9, 9, 9, 19, 8, 16];
+const row = (cells: string[]) =>
+  cells.map((cell, i) => (i === 0 ? cell.padEnd(20) : cell.padStart(widths[i] ?? 0))).join("");
+console.log(row(columns));
 for (const [name, total] of totals) {
   const sorted = total.latenciesMs.sort((a, b) => a - b);
   const rate = total.requests / total.seconds;
   console.log(
-    `${name.padEnd(20)}${rate.toFixed(0).padStart(9)}${percentile(sorted, 50).toFixed(2).padStart(9)}${percentile(sorted, 99).toFixed(2).padStart(9)}${String(total.errors).padStart(8)}${`${(rate / baselineRate).toFixed(2)}x`.padStart(16)}`,
+    row([
+      name,
+      rate.toFixed(0),
+      percentile(sorted, 50).toFixed(2),
+      percentile(sorted, 99).toFixed(2),
+      (total.serverCpuMs / total.requests).toFixed(3),
+      String(total.errors),
+      `${(rate / baselineRate).toFixed(2)}x`,
+    ]),
   );
 }
 
