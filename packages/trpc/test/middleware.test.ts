@@ -106,6 +106,7 @@ describe("execution and replay (atomic mode)", () => {
     expect(app.executions.get("placeOrder")).toBe(1);
     expect(await ordersOf(alice)).toBe(1);
     expect(app.events.map((event) => event.type)).toEqual(["executed", "replayed", "replayed", "replayed"]);
+    for (const event of app.events) expect(event).toMatchObject({ scope: alice, path: "placeOrder", key });
   });
 
   it("replays from the database when the first answer came from another instance", async () => {
@@ -128,6 +129,7 @@ describe("execution and replay (atomic mode)", () => {
     const other = await mutate(app.url, "placeOrder", { sku: "A", qty: 3 }, { key, user: alice });
     expect(other.status).toBe(422);
     expect(other.error?.data.idempotency).toMatchObject({ code: "FINGERPRINT_MISMATCH", retryable: false });
+    expect(app.events.at(-1)).toEqual({ type: "mismatch", scope: alice, path: "placeOrder", key });
     expect(app.executions.get("placeOrder")).toBe(1);
     expect(await ordersOf(alice)).toBe(1);
     const replay = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
