@@ -160,12 +160,30 @@ export function idempotency<
           message: "idempotency(): scope() must return a non-empty string.",
         });
       }
-      const request = { scope, path, key, fingerprint: fingerprintOf(await opts.getRawInput()) };
+      // A mutation without input may come with no body at all, which tRPC only fails to parse when something
+      // asks for the input. Such a call is fingerprinted as having no input; should the procedure ask for it
+      // anyway, its parser fails as it would without this middleware, and that failure is not stored.
+      const input = await opts.getRawInput().then(
+        (value) => ({ value, readable: true }),
+        () => ({ value: undefined, readable: false }),
+      );
+      let inputRequested = false;
+      const getRawInput = () => {
+        inputRequested = true;
+        return opts.getRawInput();
+      };
+      const request = { scope, path, key, fingerprint: fingerprintOf(input.value) };
       const subKey = (name: string) => sha256Hex(JSON.stringify([scope, path, key, name])).slice(0, 40);
 
       const run = await engine.run(request, async ({ tx }) => {
         const idempotencyContext: IdempotencyContext<Tx> = { key, scope, tx: tx as Tx, subKey };
-        return settle(await opts.next({ ctx: { idempotency: idempotencyContext } }));
+        // tRPC's next() takes ctx and getRawInput together at run time; its overloads just type them apart.
+        const next = opts.next as (options: {
+          ctx: { idempotency: IdempotencyContext<Tx> };
+          getRawInput: typeof getRawInput;
+        }) => ReturnType<typeof opts.next>;
+        const result = await next({ ctx: { idempotency: idempotencyContext }, getRawInput });
+        return settle(result, input.readable || !inputRequested);
       });
       if (!run.replayed) return run.value;
       exchange.setHeader(IDEMPOTENT_REPLAYED_HEADER, "true");
@@ -180,7 +198,10 @@ export function idempotency<
   });
 
   /** Turns the procedure's outcome into what to store; undefined releases the key so a retry runs again. */
-  function settle<R extends { ok: true; data: unknown } | { ok: false; error: TRPCError }>(result: R): Settlement<R> {
+  function settle<R extends { ok: true; data: unknown } | { ok: false; error: TRPCError }>(
+    result: R,
+    inputUsable: boolean,
+  ): Settlement<R> {
     if (result.ok) {
       const response: StoredResponse = {
         status: 200,
@@ -191,8 +212,9 @@ export function idempotency<
     const { error } = result;
     const status = getHTTPStatusCodeFromError(error);
     const storable =
-      (status < 500 && !TRANSIENT_CLIENT_ERRORS.has(error.code) && !isInputValidationError(error)) ||
-      (status >= 500 && storeServerErrors);
+      inputUsable &&
+      ((status < 500 && !TRANSIENT_CLIENT_ERRORS.has(error.code) && !isInputValidationError(error)) ||
+        (status >= 500 && storeServerErrors));
     if (!storable) return { value: result, response: undefined };
     const stored: StoredBody = { error: { code: error.code, message: error.message } };
     return { value: result, response: { status, body: JSON.stringify(stored) } };
