@@ -140,15 +140,11 @@ export interface AtomicSession<Tx> {
  */
 export function replacement(
   record: StoredRecord,
-  request: Pick<ClaimRequest, "fingerprint" | "now">,
+  { now, fingerprint }: Pick<ClaimRequest, "fingerprint" | "now">,
 ): { takeover: boolean } | undefined {
-  const { now, fingerprint } = request;
-  const leaseLive = record.state === RecordState.IN_PROGRESS && record.leaseExpiresAt > now;
-  if (record.expiresAt <= now && !leaseLive) return { takeover: false };
-  if (record.state === RecordState.IN_PROGRESS && !leaseLive && record.fingerprint === fingerprint) {
-    return { takeover: true };
-  }
-  return undefined;
+  if (isPurgeable(record, now)) return { takeover: false };
+  const leaseEnded = record.state === RecordState.IN_PROGRESS && record.leaseExpiresAt <= now;
+  return leaseEnded && record.fingerprint === fingerprint ? { takeover: true } : undefined;
 }
 
 /** Whether purge may delete the record: past its TTL and not held by a live lease. */
