@@ -18,6 +18,16 @@ export {
   parseIdempotencyKey,
 } from "./key.js";
 export { memoryStore } from "./memory-store.js";
+export type { RetryPolicy, RetryState } from "./retry.js";
+export {
+  abortableDelay,
+  backoffDelayMs,
+  DEFAULT_RETRY_POLICY,
+  isRetryableStatus,
+  newIdempotencyKey,
+  nextRetryDelayMs,
+  parseRetryAfterMs,
+} from "./retry.js";
 export { sha256Hex } from "./sha256.js";
 export type {
   AtomicCapability,
