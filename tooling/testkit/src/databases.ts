@@ -2,6 +2,7 @@
  * Drizzle databases with the idemkit migrations applied: an in-memory PGlite, or a fresh database on a real
  * PostgreSQL server through postgres.js. Tests run the same code against both.
  */
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
@@ -15,7 +16,8 @@ import postgres from "postgres";
 import { createDatabase } from "./postgres.js";
 
 /** The repository's drizzle-kit migrations. */
-export const MIGRATIONS_FOLDER = fileURLToPath(new URL("../../../drizzle", import.meta.url));
+// Not `new URL(path, import.meta.url)`: under a jsdom test environment Vite rewrites that pattern into an asset URL.
+export const MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url)), "../../../drizzle");
 
 export type PgliteDatabase = ReturnType<typeof drizzlePglite>;
 export type PostgresDatabase = ReturnType<typeof drizzlePostgres>;

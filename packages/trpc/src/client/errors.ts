@@ -1,0 +1,43 @@
+/**
+ * How the client reads a failed mutation: retry with the same key, or give up. The answer comes from the error's
+ * `data.idempotency` (set by the server's `idempotencyErrorData`) or the HTTP status, never from its message.
+ */
+import { isRetryableStatus } from "@idemkit/core";
+import type { TRPCClientError } from "@trpc/client";
+import type { AnyTRPCRouter } from "@trpc/server";
+
+/** The parts of a Fetch `Response` the client reads. */
+export interface ResponseLike {
+  status?: number;
+  headers?: { get(name: string): string | null };
+}
+
+/** The HTTP response behind a tRPC client error, when one arrived. */
+export function responseOf(error: unknown): ResponseLike | undefined {
+  return isClientError(error) ? (error.meta?.response as ResponseLike | undefined) : undefined;
+}
+
+/** The HTTP status behind a tRPC client error, or undefined when no response arrived (a network failure). */
+export function statusOf(error: unknown): number | undefined {
+  if (!isClientError(error)) return undefined;
+  const status = responseOf(error)?.status ?? (error.data as { httpStatus?: unknown } | null | undefined)?.httpStatus;
+  return typeof status === "number" ? status : undefined;
+}
+
+/**
+ * True when sending the same mutation again with the same key can succeed (the server was unreachable, busy,
+ * or still running the first request); false when it would fail the same way (a 400, a 422 for a key reused
+ * with another input, a stored 4xx). Errors that are not tRPC client errors (a bug in the caller) are terminal.
+ */
+export function isRetryableError(error: unknown): boolean {
+  if (!isClientError(error)) return false;
+  const verdict = (error.data as { idempotency?: { retryable?: unknown } | null } | null | undefined)?.idempotency
+    ?.retryable;
+  if (typeof verdict === "boolean") return verdict;
+  return isRetryableStatus(statusOf(error));
+}
+
+/** `instanceof` fails when the app and idemkit load two copies of @trpc/client; the name survives that. */
+function isClientError(error: unknown): error is TRPCClientError<AnyTRPCRouter> {
+  return error instanceof Error && error.name === "TRPCClientError";
+}

@@ -1,0 +1,254 @@
+/**
+ * The client half of the contract: every mutation leaves with an `Idempotency-Key` and keeps it on every retry,
+ * so a retry after a lost response replays the first result instead of running the mutation again.
+ *
+ * The link sends mutations itself, one per HTTP request, and passes queries and subscriptions to the next link.
+ * Putting it before a batching link is therefore enough: a keyed mutation can never end up in a batch, where one
+ * header would have to serve several mutations (the server refuses that with 400).
+ *
+ *   one mutation ──► attempt 1 ──► lost / 5xx / 409 / 429 ──► wait (Retry-After, else backoff) ──► attempt 2 ──► ...
+ *                     same key                                                                      same key
+ */
+import {
+  abortableDelay,
+  DEFAULT_RETRY_POLICY,
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENT_REPLAYED_HEADER,
+  newIdempotencyKey,
+  nextRetryDelayMs,
+  parseIdempotencyKey,
+  parseRetryAfterMs,
+  type RetryPolicy,
+} from "@idemkit/core";
+import {
+  type HTTPHeaders,
+  type HTTPLinkOptions,
+  httpLink,
+  type Operation,
+  type OperationResultEnvelope,
+  TRPCClientError,
+  type TRPCClientRuntime,
+  type TRPCLink,
+} from "@trpc/client";
+import type { AnyTRPCRouter } from "@trpc/server";
+import { observable } from "@trpc/server/observable";
+import { isRetryableError, type ResponseLike, responseOf, statusOf } from "./errors.js";
+
+/** What the link reports about one mutation while it runs, for a form to show ("retrying in 2 s"). */
+export type IdempotencyProgress =
+  | { type: "request"; key: string; attempt: number }
+  | {
+      type: "retry";
+      key: string;
+      attempt: number;
+      delayMs: number;
+      retryAt: number;
+      error: TRPCClientError<AnyTRPCRouter>;
+    }
+  | { type: "offline"; key: string; attempt: number }
+  | { type: "success"; key: string; attempt: number; replayed: boolean }
+  | { type: "failure"; key: string; attempt: number; retryable: boolean; error: TRPCClientError<AnyTRPCRouter> };
+
+/** Per-mutation settings, passed in the operation context under `idempotency` (see {@link idempotencyContext}). */
+export interface IdempotencyCall {
+  /** The action's key. Absent: the link mints a UUID v4 for this mutation and keeps it across its retries. */
+  key?: string;
+  /** Called as the mutation goes: each request, each scheduled retry, offline pauses, the outcome. */
+  onProgress?: (progress: IdempotencyProgress) => void;
+}
+
+/** What the link adds to a successful result's context: read it from a later link or from `onProgress`. */
+export interface IdempotencyOutcome {
+  key: string;
+  /** Requests sent, the successful one included. */
+  attempts: number;
+  /** True when the server answered from its store (`Idempotent-Replayed: true`) instead of running the mutation. */
+  replayed: boolean;
+}
+
+/** Options of {@link idempotencyLink}: those of tRPC's `httpLink` (url, transformer, headers, fetch), plus `retry`. */
+export type IdempotencyLinkOptions<TRouter extends AnyTRPCRouter> = HTTPLinkOptions<
+  TRouter["_def"]["_config"]["$types"]
+> & {
+  /** How mutations are retried; unset fields keep their defaults (5 attempts, 500 ms base, 10 s cap, 60 s in all). */
+  retry?: Partial<RetryPolicy>;
+};
+
+/**
+ * Builds the operation context for one mutation: `client.order.place.mutate(input, { context:
+ * idempotencyContext({ key }) })`, or `{ trpc: { context: idempotencyContext(...) } }` with TanStack Query.
+ */
+export function idempotencyContext(call: IdempotencyCall): { idempotency: IdempotencyCall } {
+  return { idempotency: call };
+}
+
+/**
+ * A tRPC link that makes mutations safe to retry: one `Idempotency-Key` per mutation (from the context, or a fresh
+ * UUID v4), the same key on every retry, retries with exponential backoff and full jitter on network failures,
+ * 5xx, 409 and 429 (honouring `Retry-After`), never on other 4xx, and never after the operation is aborted.
+ * Put it before your terminating link; it sends mutations unbatched and forwards everything else:
+ *
+ *   links: [idempotencyLink({ url, transformer }), httpBatchLink({ url, transformer })]
+ */
+export function idempotencyLink<TRouter extends AnyTRPCRouter>(
+  options: IdempotencyLinkOptions<TRouter>,
+): TRPCLink<TRouter> {
+  // The router type only constrains what callers may pass (a transformer when the router has one).
+  const { retry, ...http } = options as IdempotencyLinkOptions<AnyTRPCRouter>;
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...retry };
+  return (runtime) =>
+    ({ op, next }) => {
+      if (op.type !== "mutation") return next(op);
+      return observable((observer) => {
+        const stop = new AbortController();
+        const abortFromCaller = () => stop.abort(op.signal?.reason);
+        op.signal?.addEventListener("abort", abortFromCaller, { once: true });
+        const send = (key: string) => sendOnce(http, runtime, op, key, stop.signal);
+        mutateWithRetries(callOf(op), op.path, policy, send, stop.signal).then(
+          (envelope) => {
+            observer.next(envelope);
+            observer.complete();
+          },
+          (error: unknown) => observer.error(toClientError(error)),
+        );
+        return () => {
+          op.signal?.removeEventListener("abort", abortFromCaller);
+          stop.abort();
+        };
+      });
+    };
+}
+
+async function mutateWithRetries(
+  call: IdempotencyCall,
+  path: string,
+  policy: RetryPolicy,
+  send: (key: string) => Promise<SendResult>,
+  signal: AbortSignal,
+): Promise<OperationResultEnvelope<unknown, TRPCClientError<AnyTRPCRouter>>> {
+  const key = call.key === undefined ? newIdempotencyKey() : parseIdempotencyKey(call.key, path);
+  const report = call.onProgress ?? (() => {});
+  // Time spent offline does not count against maxElapsedMs: that budget is for a server that keeps failing.
+  let budgetStartMs = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    report({ type: "request", key, attempt });
+    const sent = await send(key);
+    if (sent.ok) {
+      const replayed = sent.response?.headers?.get(IDEMPOTENT_REPLAYED_HEADER) === "true";
+      report({ type: "success", key, attempt, replayed });
+      const outcome: IdempotencyOutcome = { key, attempts: attempt, replayed };
+      return { ...sent.envelope, context: { ...sent.envelope.context, idempotency: outcome } };
+    }
+    const { error } = sent;
+    if (signal.aborted) throw error;
+    const retryable = isRetryableError(error);
+    if (retryable && statusOf(error) === undefined && isOffline()) {
+      report({ type: "offline", key, attempt });
+      const offlineSinceMs = Date.now();
+      await whenOnline(signal);
+      budgetStartMs += Date.now() - offlineSinceMs;
+      continue;
+    }
+    const nowMs = Date.now();
+    const retryAfterMs = retryAfterOf(error, nowMs);
+    const delayMs = retryable
+      ? nextRetryDelayMs({ attempt, startedAtMs: budgetStartMs, nowMs, retryAfterMs }, policy)
+      : undefined;
+    if (delayMs === undefined) {
+      report({ type: "failure", key, attempt, retryable, error });
+      throw error;
+    }
+    report({ type: "retry", key, attempt, delayMs, retryAt: nowMs + delayMs, error });
+    await abortableDelay(delayMs, signal);
+  }
+}
+
+type SendResult =
+  | {
+      ok: true;
+      envelope: OperationResultEnvelope<unknown, TRPCClientError<AnyTRPCRouter>>;
+      response: ResponseLike | undefined;
+    }
+  | { ok: false; error: TRPCClientError<AnyTRPCRouter> };
+
+/**
+ * One HTTP request through tRPC's own `httpLink` (so transformers, FormData and method override behave as
+ * usual), with the key header added and the raw response kept: its status and headers decide the retry even
+ * when its body is not tRPC's JSON (a proxy's 502 page).
+ */
+function sendOnce(
+  { fetch: userFetch, headers, ...http }: Omit<IdempotencyLinkOptions<AnyTRPCRouter>, "retry">,
+  runtime: TRPCClientRuntime,
+  op: Operation,
+  key: string,
+  signal: AbortSignal,
+): Promise<SendResult> {
+  let response: ResponseLike | undefined;
+  const fetchOnce: typeof userFetch = async (input, init) => {
+    const fetcher = userFetch ?? globalThis.fetch;
+    const answer = await fetcher(input, init as RequestInit);
+    response = answer as ResponseLike;
+    return answer;
+  };
+  const options = {
+    ...http,
+    fetch: fetchOnce,
+    headers: async ({ op: sent }: { op: Operation }): Promise<HTTPHeaders> => ({
+      ...(typeof headers === "function" ? await headers({ op: sent }) : headers),
+      [IDEMPOTENCY_KEY_HEADER]: key,
+    }),
+  };
+  // Typed per router by the caller (a transformer when the router has one); httpLink itself takes any.
+  const link = httpLink(options as Parameters<typeof httpLink>[0])(runtime);
+  return new Promise((resolve) => {
+    const subscription = link({ op: { ...op, signal }, next: () => notTerminating(op) }).subscribe({
+      next: (envelope) => resolve({ ok: true, envelope, response }),
+      error: (error) => {
+        resolve({ ok: false, error: response ? TRPCClientError.from(error, { meta: { response } }) : error });
+      },
+    });
+    signal.addEventListener("abort", () => subscription.unsubscribe(), { once: true });
+  });
+}
+
+function notTerminating(op: Operation): never {
+  throw new Error(`httpLink called next() for ${op.path}: it is a terminating link`);
+}
+
+function callOf(op: Operation): IdempotencyCall {
+  const call = op.context.idempotency;
+  return typeof call === "object" && call !== null ? (call as IdempotencyCall) : {};
+}
+
+/** `Retry-After` from the response, else the server's own `data.idempotency.retryAfterMs` (visible through CORS). */
+function retryAfterOf(error: TRPCClientError<AnyTRPCRouter>, nowMs: number): number | undefined {
+  const fromHeader = parseRetryAfterMs(responseOf(error)?.headers?.get("Retry-After"), nowMs);
+  if (fromHeader !== undefined) return fromHeader;
+  const fromData = (error.data as { idempotency?: { retryAfterMs?: unknown } } | null | undefined)?.idempotency
+    ?.retryAfterMs;
+  return typeof fromData === "number" ? fromData : undefined;
+}
+
+function isOffline(): boolean {
+  return globalThis.navigator?.onLine === false && typeof globalThis.addEventListener === "function";
+}
+
+/** Resolves when the browser reports it is back online; rejects if the operation is aborted meanwhile. */
+function whenOnline(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onOnline = () => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    };
+    const onAbort = () => {
+      globalThis.removeEventListener("online", onOnline);
+      reject(signal.reason);
+    };
+    globalThis.addEventListener("online", onOnline, { once: true });
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function toClientError(error: unknown): TRPCClientError<AnyTRPCRouter> {
+  return TRPCClientError.from(error instanceof Error ? error : new Error(String(error)));
+}

@@ -1,0 +1,307 @@
+/**
+ * The client contract (DESIGN.md §3) for `idempotencyLink`, against the real middleware and a real PostgreSQL
+ * store over HTTP on 127.0.0.1, with a fault-injecting proxy between client and server.
+ */
+import { drizzleStore } from "@idemkit/drizzle";
+import { type FaultProxy, openPostgres, type ServedHandler, serveFetch, startFaultProxy } from "@idemkit/testkit";
+import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
+import { initTRPC } from "@trpc/server";
+import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import superjson from "superjson";
+import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, inject, it } from "vitest";
+import { z } from "zod";
+import {
+  type IdempotencyLinkOptions,
+  type IdempotencyProgress,
+  idempotencyContext,
+  idempotencyLink,
+  isRetryableError,
+} from "../src/client/index.js";
+import { idempotency } from "../src/index.js";
+import { type AppOptions, type AppRouter, BUSINESS_TABLES, createApp } from "./app.js";
+import { mutate } from "./client.js";
+
+let database: Awaited<ReturnType<typeof openPostgres>>;
+const closers: Array<{ close(): Promise<void> }> = [];
+
+beforeAll(async () => {
+  database = await openPostgres(inject("postgresUrl"), { max: 10 });
+  await database.query(BUSINESS_TABLES);
+});
+afterAll(() => database.close());
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((closer) => closer.close()));
+});
+
+const fast = { baseDelayMs: 20, maxDelayMs: 100 };
+
+/** The fixture app behind a fault proxy, and a tRPC client that reaches it through the link. */
+async function start(options: Partial<AppOptions> = {}, retry: IdempotencyLinkOptions<AppRouter>["retry"] = fast) {
+  const app = createApp({ db: database.db, ...options });
+  const server: ServedHandler = await serveFetch(app.handler);
+  const proxy: FaultProxy = await startFaultProxy(server.url);
+  closers.push(proxy, server);
+  const user = `user-${globalThis.crypto.randomUUID()}`;
+  const url = `${proxy.url}/trpc`;
+  const headers = { "x-user": user };
+  const client = createTRPCClient<AppRouter>({
+    links: [
+      idempotencyLink<AppRouter>({ url, transformer: superjson, headers, retry }),
+      httpBatchLink({ url, transformer: superjson, headers }),
+    ],
+  });
+  return { ...app, server, proxy, client, user };
+}
+
+async function ordersOf(user: string): Promise<number> {
+  const [row] = await database.query<{ n: number }>("select count(*)::int as n from orders where user_id = $1", [user]);
+  return row?.n ?? 0;
+}
+
+/** A context that records the link's progress reports, with the action's key when one is given. */
+function recorder(key?: string) {
+  const progress: IdempotencyProgress[] = [];
+  const onProgress = (event: IdempotencyProgress) => progress.push(event);
+  return { progress, context: idempotencyContext(key === undefined ? { onProgress } : { key, onProgress }) };
+}
+
+function keysOf(proxy: FaultProxy): Array<string | undefined> {
+  return proxy.requests.filter((request) => request.method === "POST").map((request) => request.idempotencyKey);
+}
+
+describe("keys", () => {
+  it("mints one UUID v4 per mutation and sends it as Idempotency-Key", async () => {
+    const { client, proxy, user } = await start();
+    const first = await client.placeOrder.mutate({ sku: "tea", qty: 1 });
+    await client.placeOrder.mutate({ sku: "tea", qty: 1 });
+    const keys = keysOf(proxy);
+    expect(keys).toHaveLength(2);
+    for (const key of keys)
+      expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(keys[0]).not.toBe(keys[1]);
+    expect(first.createdAt).toBeInstanceOf(Date);
+    expect(await ordersOf(user)).toBe(2);
+  });
+
+  it("uses the key from the operation context, so the same action replays instead of running again", async () => {
+    const { client, proxy, executions, user } = await start();
+    const key = globalThis.crypto.randomUUID();
+    const first = recorder();
+    const second = recorder(key);
+    const a = await client.placeOrder.mutate({ sku: "tea", qty: 2 }, { context: first.context });
+    const b = await client.placeOrder.mutate({ sku: "tea", qty: 2 }, { context: second.context });
+    const c = await client.placeOrder.mutate({ sku: "tea", qty: 2 }, { context: idempotencyContext({ key }) });
+    expect(keysOf(proxy).slice(1)).toEqual([key, key]);
+    expect(c).toEqual(b);
+    expect(a.orderId).not.toBe(b.orderId);
+    expect(executions.get("placeOrder")).toBe(2);
+    expect(await ordersOf(user)).toBe(2);
+    expect(first.progress.at(-1)).toMatchObject({ type: "success", attempt: 1, replayed: false });
+    expect(second.progress).toEqual([
+      { type: "request", key, attempt: 1 },
+      { type: "success", key, attempt: 1, replayed: false },
+    ]);
+  });
+
+  it("refuses an invalid key from the context before sending anything", async () => {
+    const { client, proxy } = await start();
+    const sending = client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context: idempotencyContext({ key: "a b" }) });
+    await expect(sending).rejects.toThrow(/Idempotency-Key.*placeOrder/);
+    expect(proxy.requests).toHaveLength(0);
+  });
+
+  it("never batches keyed mutations, while queries still go through the batching link", async () => {
+    const { client, proxy } = await start();
+    await Promise.all([
+      client.placeOrder.mutate({ sku: "tea", qty: 1 }),
+      client.placeOrder.mutate({ sku: "mug", qty: 1 }),
+      client.ping.query(),
+      client.ping.query(),
+    ]);
+    const posts = proxy.requests.filter((request) => request.method === "POST");
+    expect(posts.map((request) => request.path).sort()).toEqual(["/trpc/placeOrder", "/trpc/placeOrder"]);
+    expect(new Set(posts.map((request) => request.idempotencyKey)).size).toBe(2);
+    const gets = proxy.requests.filter((request) => request.method === "GET");
+    expect(gets).toEqual([expect.objectContaining({ path: expect.stringMatching(/^\/trpc\/ping,ping\?batch=1/) })]);
+    expect(gets[0]?.idempotencyKey).toBeUndefined();
+  });
+});
+
+describe("retries", () => {
+  it("retries with the same key when the response is lost after the server committed, and gets the stored result", async () => {
+    const { client, proxy, executions, user } = await start();
+    proxy.inject({ kind: "drop-response" });
+    const { progress, context } = recorder();
+    const order = await client.placeOrder.mutate({ sku: "kettle", qty: 1 }, { context });
+    const [first, second] = keysOf(proxy);
+    expect(second).toBe(first);
+    expect(executions.get("placeOrder")).toBe(1);
+    expect(await ordersOf(user)).toBe(1);
+    expect(order.createdAt).toBeInstanceOf(Date);
+    expect(progress.map((event) => event.type)).toEqual(["request", "retry", "request", "success"]);
+    expect(progress.at(-1)).toMatchObject({ attempt: 2, replayed: true });
+  });
+
+  it("retries a 503 that never reached the server (non-JSON body), then runs once", async () => {
+    const { client, proxy, executions, user } = await start();
+    proxy.inject({ kind: "answer", status: 503, body: "<html>upstream unavailable</html>" });
+    const { progress, context } = recorder();
+    await client.placeOrder.mutate({ sku: "mug", qty: 3 }, { context });
+    expect(keysOf(proxy)).toHaveLength(2);
+    expect(new Set(keysOf(proxy)).size).toBe(1);
+    expect(executions.get("placeOrder")).toBe(1);
+    expect(await ordersOf(user)).toBe(1);
+    expect(progress.at(-1)).toMatchObject({ type: "success", attempt: 2, replayed: false });
+  });
+
+  it("retries a connection cut before the server saw the request, and 429 / 502 answers", async () => {
+    const { client, proxy, executions } = await start();
+    proxy.inject({ kind: "reset" }, { kind: "answer", status: 429 }, { kind: "answer", status: 502 });
+    await client.placeOrder.mutate({ sku: "mug", qty: 1 });
+    expect(keysOf(proxy)).toHaveLength(4);
+    expect(new Set(keysOf(proxy)).size).toBe(1);
+    expect(executions.get("placeOrder")).toBe(1);
+  });
+
+  it("waits for the server's Retry-After on a 409 while the first request runs, then replays its result", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((done) => {
+      release = done;
+    });
+    const { client, proxy, executions, server, user } = await start({
+      mode: "lease",
+      leaseMs: 1_500,
+      hold: () => held,
+    });
+    const key = globalThis.crypto.randomUUID();
+    // The first request (another tab, say) goes straight to the server and holds its claim.
+    const firstTab = mutate(server.url, "placeOrder", { sku: "tea", qty: 5 }, { key, user });
+    await new Promise((done) => setTimeout(done, 200));
+    const { progress, context } = recorder(key);
+    const second = client.placeOrder.mutate({ sku: "tea", qty: 5 }, { context });
+    await new Promise((done) => setTimeout(done, 300));
+    release();
+    const [firstAnswer, secondResult] = await Promise.all([firstTab, second]);
+    const retry = progress.find((event) => event.type === "retry");
+    expect(retry).toMatchObject({ attempt: 1, delayMs: 2_000 });
+    expect(retry?.type === "retry" && retry.error.data?.httpStatus).toBe(409);
+    expect(progress.at(-1)).toMatchObject({ type: "success", attempt: 2, replayed: true });
+    expect(secondResult).toEqual(firstAnswer.data);
+    expect(executions.get("placeOrder")).toBe(1);
+    expect(await ordersOf(user)).toBe(1);
+    expect(keysOf(proxy)).toEqual([key, key]);
+  });
+
+  it("gives up after maxAttempts with the last error, marked retryable", async () => {
+    const { client, proxy, executions } = await start({}, { ...fast, maxAttempts: 3 });
+    proxy.inject(...Array.from({ length: 5 }, () => ({ kind: "answer", status: 503 }) as const));
+    const { progress, context } = recorder();
+    const error = await client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context }).catch((caught) => caught);
+    expect(error).toBeInstanceOf(TRPCClientError);
+    expect(isRetryableError(error)).toBe(true);
+    expect(keysOf(proxy)).toHaveLength(3);
+    expect(progress.at(-1)).toMatchObject({ type: "failure", attempt: 3, retryable: true });
+    expect(executions.get("placeOrder")).toBeUndefined();
+  });
+
+  it("stops waiting at once when the caller aborts, and sends nothing more", async () => {
+    const { client, proxy } = await start({}, { baseDelayMs: 30_000, maxDelayMs: 30_000 });
+    proxy.inject({ kind: "answer", status: 503, headers: { "retry-after": "30" } });
+    const controller = new AbortController();
+    const { progress, context } = recorder();
+    const sending = client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context, signal: controller.signal });
+    await expect.poll(() => progress.some((event) => event.type === "retry")).toBe(true);
+    const abortedAt = Date.now();
+    controller.abort();
+    await expect(sending).rejects.toBeInstanceOf(TRPCClientError);
+    expect(Date.now() - abortedAt).toBeLessThan(1_000);
+    expect(progress.find((event) => event.type === "retry")).toMatchObject({ delayMs: 30_000 });
+    await new Promise((done) => setTimeout(done, 100));
+    expect(keysOf(proxy)).toHaveLength(1);
+  });
+});
+
+describe("terminal answers are not retried", () => {
+  it("422 for a key reused with another input: one request, nothing runs", async () => {
+    const { client, proxy, executions, user } = await start();
+    const key = globalThis.crypto.randomUUID();
+    await client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context: idempotencyContext({ key }) });
+    const { progress, context } = recorder(key);
+    const error = await client.placeOrder.mutate({ sku: "tea", qty: 9 }, { context }).catch((caught) => caught);
+    expect(error).toBeInstanceOf(TRPCClientError);
+    expect(error.data).toMatchObject({
+      httpStatus: 422,
+      idempotency: { code: "FINGERPRINT_MISMATCH", retryable: false },
+    });
+    expect(isRetryableError(error)).toBe(false);
+    expect(progress).toEqual([
+      { type: "request", key, attempt: 1 },
+      { type: "failure", key, attempt: 1, retryable: false, error },
+    ]);
+    expect(keysOf(proxy)).toHaveLength(2);
+    expect(executions.get("placeOrder")).toBe(1);
+    expect(await ordersOf(user)).toBe(1);
+  });
+
+  it("400 for input that fails validation, and a stored 404 from the procedure: one request each", async () => {
+    const { client, proxy } = await start();
+    const invalid = await client.placeOrder.mutate({ sku: "tea", qty: 0 }).catch((caught) => caught);
+    expect(invalid.data).toMatchObject({ httpStatus: 400 });
+    expect(isRetryableError(invalid)).toBe(false);
+    const unknown = await client.placeOrder.mutate({ sku: "unknown", qty: 1 }).catch((caught) => caught);
+    expect(unknown.data).toMatchObject({ httpStatus: 404 });
+    expect(keysOf(proxy)).toHaveLength(2);
+  });
+
+  it("a proxy's 4xx is not retried either", async () => {
+    const { client, proxy, executions } = await start();
+    proxy.inject({ kind: "answer", status: 413, body: "request entity too large" });
+    const error = await client.placeOrder.mutate({ sku: "tea", qty: 1 }).catch((caught) => caught);
+    expect(error).toBeInstanceOf(TRPCClientError);
+    expect(isRetryableError(error)).toBe(false);
+    expect(keysOf(proxy)).toHaveLength(1);
+    expect(executions.get("placeOrder")).toBeUndefined();
+  });
+});
+
+describe("without a data transformer", () => {
+  it("keys, retries and replays a router that has none", async () => {
+    let runs = 0;
+    const t = initTRPC.context<{ req: Request; resHeaders: Headers }>().create();
+    const router = t.router({
+      add: t.procedure
+        .use(idempotency({ store: drizzleStore({ db: database.db }), scope: () => "everyone" }))
+        .input(z.object({ a: z.number(), b: z.number() }))
+        .mutation(({ input }) => {
+          runs++;
+          return { sum: input.a + input.b, at: new Date(0).toISOString() };
+        }),
+    });
+    const server = await serveFetch((req) =>
+      fetchRequestHandler({
+        endpoint: "/trpc",
+        req,
+        router,
+        createContext: ({ req: r, resHeaders }) => ({ req: r, resHeaders }),
+      }),
+    );
+    const proxy = await startFaultProxy(server.url);
+    closers.push(proxy, server);
+    const client = createTRPCClient<typeof router>({
+      links: [idempotencyLink<typeof router>({ url: `${proxy.url}/trpc`, retry: fast })],
+    });
+    proxy.inject({ kind: "drop-response" });
+    const { progress, context } = recorder();
+    expect(await client.add.mutate({ a: 2, b: 3 }, { context })).toEqual({ sum: 5, at: "1970-01-01T00:00:00.000Z" });
+    expect(runs).toBe(1);
+    expect(progress.at(-1)).toMatchObject({ type: "success", attempt: 2, replayed: true });
+  });
+
+  it("requires the transformer exactly when the router has one", () => {
+    expectTypeOf(idempotencyLink<AppRouter>)
+      .parameter(0)
+      .toHaveProperty("transformer");
+    // @ts-expect-error a superjson router: the link must be given its transformer
+    idempotencyLink<AppRouter>({ url: "http://127.0.0.1/trpc" });
+  });
+});
