@@ -3,11 +3,14 @@
  * when DATABASE_URL is set. Migrations from `drizzle/` are applied on open.
  */
 import { mkdir } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 
-const MIGRATIONS = fileURLToPath(new URL("../drizzle", import.meta.url));
-const DATA_DIR = fileURLToPath(new URL("../.data/pglite", import.meta.url));
+// Not `new URL(path, import.meta.url)`: under a jsdom test environment Vite rewrites that pattern into an asset URL.
+const HERE = dirname(fileURLToPath(import.meta.url));
+const MIGRATIONS = join(HERE, "../drizzle");
+const DATA_DIR = join(HERE, "../.data/pglite");
 
 export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
 

@@ -1,0 +1,73 @@
+/**
+ * Where a form's current action (its key, and which input it was for) lives between renders, remounts and page
+ * reloads. sessionStorage by default: it survives a reload but not the tab, and is never shared between tabs,
+ * which is exactly the life of "this user pressing this button".
+ */
+/** The minimal storage a hook needs: `sessionStorage`, `localStorage`, or your own. */
+export interface KeyStorage {
+  getItem(name: string): string | null;
+  setItem(name: string, value: string): void;
+  removeItem(name: string): void;
+}
+
+/** One user action: the key minted when it started and the fingerprint of the input it was started with. */
+export interface Action {
+  key: string;
+  fingerprint: string;
+}
+
+export interface ActionStore {
+  read(): Action | undefined;
+  write(action: Action): void;
+  clear(): void;
+}
+
+/** sessionStorage when the page has one (undefined during SSR, and it may throw when storage is blocked). */
+export function defaultStorage(): KeyStorage | undefined {
+  try {
+    return globalThis.sessionStorage ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An action store over `storage`, falling back to memory when there is none or it refuses to write (quota,
+ * privacy mode): losing the reload-survival is better than losing the key.
+ */
+export function actionStore(storage: KeyStorage | undefined, name: string): ActionStore {
+  let memory: Action | undefined;
+  return {
+    read() {
+      const stored = safely(() => storage?.getItem(name));
+      return (stored ? parseAction(stored) : undefined) ?? memory;
+    },
+    write(action) {
+      memory = action;
+      safely(() => storage?.setItem(name, JSON.stringify(action)));
+    },
+    clear() {
+      memory = undefined;
+      safely(() => storage?.removeItem(name));
+    },
+  };
+}
+
+function parseAction(text: string): Action | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== "object" || value === null) return undefined;
+    const { key, fingerprint } = value as Record<string, unknown>;
+    return typeof key === "string" && typeof fingerprint === "string" ? { key, fingerprint } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function safely<T>(run: () => T): T | undefined {
+  try {
+    return run();
+  } catch {
+    return undefined;
+  }
+}

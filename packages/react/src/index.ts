@@ -1,0 +1,7 @@
+export type { KeyStorage } from "./action-store.js";
+export type {
+  IdempotentMutationState,
+  UseIdempotentMutationOptions,
+  UseIdempotentMutationResult,
+} from "./use-idempotent-mutation.js";
+export { useIdempotentMutation } from "./use-idempotent-mutation.js";

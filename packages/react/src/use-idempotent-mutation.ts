@@ -1,0 +1,202 @@
+/**
+ * `useIdempotentMutation`: TanStack Query's `useMutation` for a tRPC procedure, with one `Idempotency-Key` per
+ * user action. The key is minted when the action starts and reused for every retry, every extra click and, through
+ * sessionStorage, after a reload, so the server runs the action once however often it is sent. A new key comes
+ * only with a new action: another input, or `reset()`.
+ *
+ * Retrying is the link's job (`idempotencyLink` from `@idemkit/trpc/client`, which must be in the client's links);
+ * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, paused while offline.
+ */
+import { fingerprint, newIdempotencyKey } from "@idemkit/core";
+import { type IdempotencyProgress, idempotencyContext, isRetryableError } from "@idemkit/trpc/client";
+import {
+  type MutateOptions,
+  type UseMutateAsyncFunction,
+  type UseMutateFunction,
+  type UseMutationResult,
+  useMutation,
+} from "@tanstack/react-query";
+import type { TRPCClientErrorLike } from "@trpc/client";
+import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { type Action, actionStore, defaultStorage, type KeyStorage } from "./action-store.js";
+
+/** The options `procedure.mutationOptions()` takes (callbacks, `meta`, `trpc`), plus where the key is kept. */
+export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable<
+  Parameters<TRPCMutationOptions<TDef>>[0]
+> & {
+  /**
+   * Where the current action's key is kept: a storage such as `sessionStorage` (the default when the page has
+   * one: a reload mid-request resumes the same action), or `"memory"` to keep it in the component only.
+   */
+  storage?: KeyStorage | "memory";
+  /** The storage entry's name. Default `idemkit:<procedure path>`; set it when two forms share a procedure. */
+  storageKey?: string;
+};
+
+/** What the form can show about the action in flight, on top of TanStack Query's mutation state. */
+export interface IdempotentMutationState {
+  /** The current action's key; undefined until the first action starts (or is found in storage after a reload). */
+  key: string | undefined;
+  /** Requests sent for the current action so far: 0 before it starts, 2 during the first retry, and so on. */
+  attempt: number;
+  /** When the next retry is sent, in ms since the epoch; undefined when none is waiting. For "retrying in 2 s". */
+  nextRetryAt: number | undefined;
+  /** True when the server answered from its store: this action had already run (an earlier click, a reload). */
+  replayed: boolean;
+  /**
+   * Set when there is an error: true when pressing the button again (same input, same key) can still succeed,
+   * false when it cannot (invalid input, a key reused with another input, a refusal the server stored).
+   */
+  retryable: boolean | undefined;
+  /** True while the mutation waits for the browser to come back online, before its first request or a retry. */
+  isPaused: boolean;
+}
+
+type Result<TDef extends ResolverDef> = UseMutationResult<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>;
+
+/** TanStack Query's mutation result, with `mutate`, `mutateAsync` and `reset` working on actions. */
+export type UseIdempotentMutationResult<TDef extends ResolverDef> =
+  Result<TDef> extends infer State
+    ? State extends unknown
+      ? Omit<State, "mutate" | "mutateAsync" | "reset" | "isPaused"> &
+          IdempotentMutationState & {
+            /**
+             * Starts an action for this input, or rejoins the current one: the same input reuses the action's key
+             * (a second click, a retry after a reload replays), another input starts a new action with a new key.
+             * While an action is in flight, further calls send nothing and join it.
+             */
+            mutate: UseMutateFunction<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>;
+            /** {@link mutate} that returns the action's promise. */
+            mutateAsync: UseMutateAsyncFunction<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>;
+            /** Forgets the current action and its state: the next `mutate` is a new action with a new key. */
+            reset: () => void;
+          }
+      : never
+    : never;
+
+interface Progress {
+  attempt: number;
+  nextRetryAt: number | undefined;
+  replayed: boolean;
+  offline: boolean;
+}
+
+const IDLE: Progress = { attempt: 0, nextRetryAt: undefined, replayed: false, offline: false };
+
+/**
+ * A mutation of a tRPC procedure that is safe to press twice, retry and resume after a reload:
+ *
+ *   const trpc = useTRPC();
+ *   const order = useIdempotentMutation(trpc.checkout.placeOrder);
+ *   <button onClick={() => order.mutate({ items })} disabled={order.isPending}>Place order</button>
+ */
+export function useIdempotentMutation<TDef extends ResolverDef>(
+  procedure: DecorateMutationProcedure<TDef>,
+  options: UseIdempotentMutationOptions<TDef> = {},
+): UseIdempotentMutationResult<TDef> {
+  const { storage, storageKey, ...mutationOptions } = options;
+  const name = storageKey ?? `idemkit:${procedure.mutationKey().flat().join(".")}`;
+  const store = useMemo(
+    () => actionStore(storage === "memory" ? undefined : (storage ?? defaultStorage()), name),
+    [storage, name],
+  );
+
+  const [key, setKey] = useState<string | undefined>(undefined);
+  const [progress, setProgress] = useState<Progress>(IDLE);
+  const action = useRef<Action | undefined>(undefined);
+  const inFlight = useRef<Promise<TDef["output"]> | undefined>(undefined);
+
+  // Read after mount, not during render: the server renders without storage, and the markup must match.
+  useEffect(() => {
+    action.current = store.read();
+    setKey(action.current?.key);
+  }, [store]);
+
+  const onProgress = useCallback((event: IdempotencyProgress) => {
+    setProgress((current) => nextProgress(current, event));
+  }, []);
+
+  const base = procedure.mutationOptions(mutationOptions);
+  const mutation = useMutation({
+    ...base,
+    // Reads the action at call time: a mutation paused while offline starts later, still with its action's key.
+    mutationFn: (input: TDef["input"], context) => {
+      const call = action.current ? { key: action.current.key, onProgress } : { onProgress };
+      const trpc = {
+        ...mutationOptions.trpc,
+        context: { ...mutationOptions.trpc?.context, ...idempotencyContext(call) },
+      };
+      const run = procedure.mutationOptions({ ...mutationOptions, trpc }).mutationFn;
+      if (!run) throw new Error("tRPC mutationOptions() returned no mutationFn");
+      return run(input, context);
+    },
+  });
+  const { mutateAsync: startMutation, reset: resetMutation } = mutation;
+
+  const mutateAsync = useCallback(
+    (input: TDef["input"], callOptions?: MutateOptions<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>) => {
+      if (inFlight.current) return inFlight.current;
+      const inputFingerprint = fingerprint(input);
+      const stored = store.read();
+      const current =
+        stored?.fingerprint === inputFingerprint ? stored : { key: newIdempotencyKey(), fingerprint: inputFingerprint };
+      store.write(current);
+      action.current = current;
+      setKey(current.key);
+      setProgress(IDLE);
+      const started = callOptions ? startMutation(input, callOptions) : startMutation(input);
+      const running = started.finally(() => {
+        inFlight.current = undefined;
+      });
+      inFlight.current = running;
+      return running;
+    },
+    [store, startMutation],
+  );
+
+  const mutate = useCallback(
+    (input: TDef["input"], callOptions?: MutateOptions<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>) => {
+      // Like TanStack's mutate: errors are in the state, not thrown at the caller.
+      mutateAsync(input, callOptions).catch(() => {});
+    },
+    [mutateAsync],
+  );
+
+  const reset = useCallback(() => {
+    store.clear();
+    action.current = undefined;
+    inFlight.current = undefined;
+    setKey(undefined);
+    setProgress(IDLE);
+    resetMutation();
+  }, [store, resetMutation]);
+
+  return {
+    ...mutation,
+    mutate,
+    mutateAsync,
+    reset,
+    key,
+    attempt: progress.attempt,
+    nextRetryAt: progress.nextRetryAt,
+    replayed: progress.replayed,
+    retryable: mutation.error ? isRetryableError(mutation.error) : undefined,
+    isPaused: mutation.isPaused || progress.offline,
+  } as UseIdempotentMutationResult<TDef>;
+}
+
+function nextProgress(current: Progress, event: IdempotencyProgress): Progress {
+  switch (event.type) {
+    case "request":
+      return { ...current, attempt: event.attempt, nextRetryAt: undefined, offline: false };
+    case "retry":
+      return { ...current, nextRetryAt: event.retryAt };
+    case "offline":
+      return { ...current, nextRetryAt: undefined, offline: true };
+    case "success":
+      return { ...current, nextRetryAt: undefined, replayed: event.replayed };
+    case "failure":
+      return { ...current, nextRetryAt: undefined };
+  }
+}
