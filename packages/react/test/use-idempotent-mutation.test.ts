@@ -313,6 +313,9 @@ describe("types", () => {
     expectTypeOf(result.current.key).toEqualTypeOf<string | undefined>();
     expectTypeOf(result.current.nextRetryAt).toEqualTypeOf<number | undefined>();
     expectTypeOf(result.current.error?.data?.httpStatus).toEqualTypeOf<number | undefined>();
+    const state = result.current;
+    if (state.isSuccess) expectTypeOf(state.data.orderId).toEqualTypeOf<number>();
+    if (state.isError) expectTypeOf(state.error.message).toEqualTypeOf<string>();
     const wrongInput = () => {
       // @ts-expect-error qty is a number
       result.current.mutate({ items: [{ sku: "tea", qty: "1" }] });
