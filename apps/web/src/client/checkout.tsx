@@ -1,0 +1,156 @@
+"use client";
+/**
+ * The checkout: a cart, a "Place order" button on useIdempotentMutation, a status line that says what the
+ * button's action is doing, and the user's orders. The cart is the action's input: the same cart is the same
+ * action (pressing again replays), a changed cart is a new one.
+ */
+import { useIdempotentMutation } from "@idemkit/react";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useState } from "react";
+import { useTRPC } from "./trpc";
+
+type Cart = Record<string, number>;
+
+const money = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD" });
+const price = (cents: number) => money.format(cents / 100);
+
+export function Checkout() {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const products = useQuery(trpc.checkout.products.queryOptions());
+  const orders = useQuery(trpc.checkout.orders.queryOptions());
+  const [cart, setCart] = useState<Cart>({ tea: 1 });
+  const order = useIdempotentMutation(trpc.checkout.placeOrder, {
+    onSettled: () => queryClient.invalidateQueries({ queryKey: trpc.checkout.orders.queryKey() }),
+  });
+  const now = useClock(order.nextRetryAt !== undefined);
+
+  const items = Object.entries(cart)
+    .filter(([, qty]) => qty > 0)
+    .map(([sku, qty]) => ({ sku, qty }));
+  const totalCents = items.reduce(
+    (sum, { sku, qty }) => sum + (products.data?.find((product) => product.sku === sku)?.priceCents ?? 0) * qty,
+    0,
+  );
+  const setQty = (sku: string, qty: number) =>
+    setCart((current) => ({ ...current, [sku]: Math.max(0, Math.min(99, qty)) }));
+
+  return (
+    <>
+      <section aria-labelledby="cart-heading">
+        <h2 id="cart-heading">Cart</h2>
+        <ul className="products">
+          {products.data?.map((product) => (
+            <li key={product.sku}>
+              <span className="name">{product.name}</span>
+              <span className="price">{price(product.priceCents)}</span>
+              <span className="qty">
+                <button
+                  type="button"
+                  aria-label={`Remove one ${product.name}`}
+                  onClick={() => setQty(product.sku, (cart[product.sku] ?? 0) - 1)}
+                >
+                  −
+                </button>
+                <span className="count">{cart[product.sku] ?? 0}</span>
+                <button
+                  type="button"
+                  aria-label={`Add one ${product.name}`}
+                  onClick={() => setQty(product.sku, (cart[product.sku] ?? 0) + 1)}
+                >
+                  +
+                </button>
+              </span>
+            </li>
+          ))}
+        </ul>
+        <p className="total">
+          Total <strong>{price(totalCents)}</strong>
+        </p>
+        <div className="actions">
+          <button
+            type="button"
+            className="primary"
+            disabled={items.length === 0 || order.isPending}
+            onClick={() => order.mutate({ items })}
+          >
+            Place order
+          </button>
+          {order.isSuccess && (
+            <button
+              type="button"
+              onClick={() => {
+                order.reset();
+                setCart({});
+              }}
+            >
+              Start a new order
+            </button>
+          )}
+        </div>
+        <p role="status" className={`status ${order.status}`}>
+          {statusLine({ ...order, orderId: order.data?.orderId, errorMessage: order.error?.message }, now)}
+        </p>
+      </section>
+
+      <section aria-labelledby="orders-heading">
+        <h2 id="orders-heading">Your orders</h2>
+        {orders.data?.length === 0 && <p>No orders yet.</p>}
+        <ol className="orders" aria-label="Your orders">
+          {orders.data?.map((placed) => (
+            <li key={placed.orderId} data-order-id={placed.orderId}>
+              <strong>Order #{placed.orderId}</strong> · {price(placed.totalCents)} ·{" "}
+              {placed.items.map((item) => `${item.qty} × ${item.sku}`).join(", ")}
+              <time dateTime={placed.createdAt.toISOString()}>{placed.createdAt.toLocaleTimeString("en-US")}</time>
+            </li>
+          ))}
+        </ol>
+      </section>
+    </>
+  );
+}
+
+interface ActionView {
+  status: "idle" | "pending" | "success" | "error";
+  isPaused: boolean;
+  nextRetryAt: number | undefined;
+  replayed: boolean;
+  retryable: boolean | undefined;
+  orderId: number | undefined;
+  errorMessage: string | undefined;
+}
+
+/** What the button's action is doing, in words; the order number once the server has answered. */
+function statusLine(action: ActionView, now: number): string {
+  if (action.isPaused) return "You are offline: the order will be sent when the connection is back.";
+  if (action.nextRetryAt !== undefined) {
+    const seconds = Math.max(0, Math.ceil((action.nextRetryAt - now) / 1000));
+    return `Connection lost, retrying in ${seconds} s…`;
+  }
+  switch (action.status) {
+    case "pending":
+      return "Placing order…";
+    case "success":
+      return action.replayed
+        ? `Already placed: showing your order #${action.orderId}.`
+        : `Order placed: #${action.orderId}.`;
+    case "error":
+      return action.retryable
+        ? "Could not reach the shop. Press Place order again: it will not be placed twice."
+        : `Not placed: ${action.errorMessage}`;
+    case "idle":
+      return "";
+  }
+}
+
+/** The current time, re-read four times a second while `ticking`, for the retry countdown. */
+function useClock(ticking: boolean): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!ticking) return;
+    setNow(Date.now());
+    const timer = setInterval(() => setNow(Date.now()), 250);
+    return () => clearInterval(timer);
+  }, [ticking]);
+  return now;
+}

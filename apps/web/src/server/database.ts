@@ -1,0 +1,50 @@
+/**
+ * The demo's database, opened and migrated once per server process: embedded PGlite by default, PostgreSQL
+ * through postgres.js when DATABASE_URL is set. The promise lives on globalThis because Next.js may evaluate this
+ * module more than once (dev reloads, separate route bundles), and each PGlite instance costs hundreds of MB.
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { env } from "./env";
+
+export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
+
+export interface OpenDatabase {
+  db: Database;
+  description: string;
+}
+
+// Next.js runs the server with the app's folder as the working directory (next start, next dev, next build).
+const MIGRATIONS = join(process.cwd(), "drizzle");
+const DEFAULT_PGLITE_DIR = join(process.cwd(), ".data", "pglite");
+
+const cache = globalThis as typeof globalThis & { idemkitDatabase?: Promise<OpenDatabase> | undefined };
+
+/** The process's database, opened (and migrated) on first use. */
+export function database(): Promise<OpenDatabase> {
+  cache.idemkitDatabase ??= open().catch((error: unknown) => {
+    cache.idemkitDatabase = undefined; // let the next request try again rather than fail forever
+    throw error;
+  });
+  return cache.idemkitDatabase;
+}
+
+async function open(): Promise<OpenDatabase> {
+  if (env.databaseUrl) {
+    const { default: postgres } = await import("postgres");
+    const { drizzle } = await import("drizzle-orm/postgres-js");
+    const { migrate } = await import("drizzle-orm/postgres-js/migrator");
+    const db = drizzle(postgres(env.databaseUrl, { max: 10, onnotice: () => {} }));
+    await migrate(db, { migrationsFolder: MIGRATIONS });
+    return { db, description: `PostgreSQL at ${new URL(env.databaseUrl).host}` };
+  }
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { drizzle } = await import("drizzle-orm/pglite");
+  const { migrate } = await import("drizzle-orm/pglite/migrator");
+  const dataDir = env.pgliteDir ?? DEFAULT_PGLITE_DIR;
+  await mkdir(dataDir, { recursive: true });
+  const db = drizzle(new PGlite(dataDir));
+  await migrate(db, { migrationsFolder: MIGRATIONS });
+  return { db, description: `embedded PGlite in ${dataDir}` };
+}

@@ -1,0 +1,9 @@
+/** Every environment variable the demo reads, in one place. */
+export const env = {
+  /** PostgreSQL URL; the embedded PGlite under `apps/web/.data/` when unset. */
+  databaseUrl: process.env.DATABASE_URL || undefined,
+  /** Where PGlite keeps its files. */
+  pgliteDir: process.env.IDEMKIT_PGLITE_DIR || undefined,
+  /** `1` turns on the fault switches at `/api/faults` (tests and demos). Off in every build unless set. */
+  faults: process.env.IDEMKIT_FAULTS === "1",
+};

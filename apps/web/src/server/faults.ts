@@ -1,0 +1,36 @@
+/**
+ * Fault switches for tests and demos: make the next order of one user fail after its writes but before commit,
+ * or take longer. Armed per user (the `uid` cookie) so parallel tests never trip each other, kept in process
+ * memory (the demo runs one process), and inert unless IDEMKIT_FAULTS=1: a production build without that
+ * variable has no way to reach them.
+ */
+import { TRPCError } from "@trpc/server";
+import { env } from "./env";
+
+export interface FaultPlan {
+  /** How many of the user's next orders fail after their writes, before commit (a 500; the retry runs again). */
+  failBeforeCommit?: number;
+  /** How long each of the user's orders waits after its writes, in ms, before returning. */
+  slowMs?: number;
+}
+
+const plans = new Map<string, Required<FaultPlan>>();
+
+export const faultsEnabled = env.faults;
+
+/** Arms (or, with an empty plan, clears) the faults for `userId`. */
+export function armFaults(userId: string, plan: FaultPlan): void {
+  if (!faultsEnabled) return;
+  plans.set(userId, { failBeforeCommit: plan.failBeforeCommit ?? 0, slowMs: plan.slowMs ?? 0 });
+}
+
+/** Called by placeOrder after its writes: waits and/or fails as armed; does nothing when faults are off. */
+export async function beforeCommit(userId: string): Promise<void> {
+  const plan = faultsEnabled ? plans.get(userId) : undefined;
+  if (!plan) return;
+  if (plan.slowMs > 0) await new Promise((done) => setTimeout(done, plan.slowMs));
+  if (plan.failBeforeCommit > 0) {
+    plan.failBeforeCommit--;
+    throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: "Injected fault: failed before commit." });
+  }
+}

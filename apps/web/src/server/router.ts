@@ -1,0 +1,120 @@
+/**
+ * The checkout API (DESIGN.md §4). `checkout.placeOrder` is protected by idemkit in atomic mode: the order, its
+ * lines, the simulated payment and the stored result commit in one transaction, or none of them do.
+ */
+import { drizzleStore } from "@idemkit/drizzle";
+import { idempotency, idempotencyErrorData } from "@idemkit/trpc";
+import { initTRPC, TRPCError } from "@trpc/server";
+import { desc, eq, inArray } from "drizzle-orm";
+import superjson from "superjson";
+import { z } from "zod";
+import type { Database } from "./database";
+import { beforeCommit } from "./faults";
+import { orderLines, orders, payments } from "./schema";
+
+export const CATALOG = [
+  { sku: "tea", name: "Green tea, 100 g", priceCents: 650 },
+  { sku: "mug", name: "Stoneware mug", priceCents: 1_800 },
+  { sku: "kettle", name: "Gooseneck kettle", priceCents: 5_400 },
+  { sku: "scale", name: "Coffee scale", priceCents: 2_900 },
+] as const;
+
+export interface Context {
+  req: Request;
+  resHeaders: Headers;
+  /** From the `uid` cookie; undefined when the request has none. */
+  userId: string | undefined;
+}
+
+const t = initTRPC.context<Context>().create({
+  transformer: superjson,
+  errorFormatter: ({ shape, error }) => ({
+    ...shape,
+    data: { ...shape.data, idempotency: idempotencyErrorData(error) },
+  }),
+});
+
+const withUser = t.procedure.use(({ ctx, next }) => {
+  if (!ctx.userId) throw new TRPCError({ code: "UNAUTHORIZED", message: "No uid cookie: open the page first." });
+  return next({ ctx: { userId: ctx.userId } });
+});
+
+export const placeOrderInput = z.object({
+  items: z
+    .array(z.object({ sku: z.string().min(1).max(64), qty: z.number().int().positive().max(99) }))
+    .min(1)
+    .max(50),
+});
+
+export type OrderItem = z.infer<typeof placeOrderInput>["items"][number];
+
+/** Prices the cart; an unknown sku is the client's mistake (404), stored and replayed like any answer. */
+function priced(items: OrderItem[]) {
+  return items.map(({ sku, qty }) => {
+    const product = CATALOG.find((candidate) => candidate.sku === sku);
+    if (!product) throw new TRPCError({ code: "NOT_FOUND", message: `There is no product "${sku}".` });
+    return { sku, qty, priceCents: product.priceCents };
+  });
+}
+
+export function createRouter(db: Database) {
+  const idempotent = withUser.use(
+    idempotency({
+      store: drizzleStore({ db }),
+      transformer: superjson,
+      scope: ({ ctx }: { ctx: { userId: string } }) => ctx.userId,
+    }),
+  );
+
+  return t.router({
+    checkout: t.router({
+      products: t.procedure.query(() => CATALOG),
+
+      placeOrder: idempotent.input(placeOrderInput).mutation(async ({ ctx, input }) => {
+        const tx = ctx.idempotency.tx;
+        const lines = priced(input.items);
+        const totalCents = lines.reduce((sum, line) => sum + line.priceCents * line.qty, 0);
+        const [order] = await tx
+          .insert(orders)
+          .values({ userId: ctx.userId, totalCents })
+          .returning({ orderId: orders.id, totalCents: orders.totalCents, createdAt: orders.createdAt });
+        if (!order) throw new Error("insert into orders returned no row");
+        await tx.insert(orderLines).values(lines.map((line) => ({ ...line, orderId: order.orderId })));
+        await tx
+          .insert(payments)
+          .values({ orderId: order.orderId, amountCents: totalCents, reference: ctx.idempotency.subKey("payment") });
+        await beforeCommit(ctx.userId);
+        return order;
+      }),
+
+      orders: withUser.query(async ({ ctx }) => {
+        const list = await db
+          .select()
+          .from(orders)
+          .where(eq(orders.userId, ctx.userId))
+          .orderBy(desc(orders.id))
+          .limit(50);
+        if (list.length === 0) return [];
+        const lines = await db
+          .select()
+          .from(orderLines)
+          .where(
+            inArray(
+              orderLines.orderId,
+              list.map((order) => order.id),
+            ),
+          );
+        return list.map((order) => ({
+          orderId: order.id,
+          totalCents: order.totalCents,
+          createdAt: order.createdAt,
+          items: lines
+            .filter((line) => line.orderId === order.id)
+            .map(({ sku, qty, priceCents }) => ({ sku, qty, priceCents })),
+        }));
+      }),
+    }),
+  });
+}
+
+export type AppRouter = ReturnType<typeof createRouter>;

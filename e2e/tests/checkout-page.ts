@@ -1,0 +1,56 @@
+/**
+ * How the tests drive the checkout and how they count what really happened: orders are read back from the
+ * server (`checkout.orders`, with the page's own cookie), never only from what the page shows.
+ */
+import { type APIRequestContext, expect, type Page, type Request } from "@playwright/test";
+import superjson from "superjson";
+
+export interface PlacedOrder {
+  orderId: number;
+  totalCents: number;
+  createdAt: Date;
+  items: { sku: string; qty: number; priceCents: number }[];
+}
+
+export const PLACE_ORDER_PATH = "/api/trpc/checkout.placeOrder";
+export const ACTION_STORAGE_KEY = "idemkit:checkout.placeOrder";
+
+export function isPlaceOrder(request: Request): boolean {
+  return request.method() === "POST" && new URL(request.url()).pathname === PLACE_ORDER_PATH;
+}
+
+/** Opens the checkout and waits until it is interactive (the products come from the API after hydration). */
+export async function openCheckout(page: Page): Promise<void> {
+  await page.goto("/");
+  await expect(page.getByRole("button", { name: "Add one Stoneware mug" })).toBeVisible();
+}
+
+export const placeOrderButton = (page: Page) => page.getByRole("button", { name: "Place order" });
+export const statusLine = (page: Page) => page.getByRole("status");
+export const orderList = (page: Page) => page.getByRole("list", { name: "Your orders" }).getByRole("listitem");
+
+/** The user's orders as the server has them. */
+export async function ordersOf(request: APIRequestContext): Promise<PlacedOrder[]> {
+  const response = await request.get("/api/trpc/checkout.orders");
+  expect(response.status()).toBe(200);
+  const body = (await response.json()) as { result: { data: Parameters<typeof superjson.deserialize>[0] } };
+  return superjson.deserialize<PlacedOrder[]>(body.result.data);
+}
+
+/** Arms the demo's fault switches for this page's user (see apps/web/src/server/faults.ts). */
+export async function armFaults(
+  request: APIRequestContext,
+  plan: { failBeforeCommit?: number; slowMs?: number },
+): Promise<void> {
+  const response = await request.post("/api/faults", { data: plan });
+  expect(response.status()).toBe(200);
+}
+
+/** Every Idempotency-Key the page sends with checkout.placeOrder, in order. */
+export function recordKeys(page: Page): string[] {
+  const keys: string[] = [];
+  page.on("request", (request) => {
+    if (isPlaceOrder(request)) keys.push(request.headers()["idempotency-key"] ?? "(none)");
+  });
+  return keys;
+}
