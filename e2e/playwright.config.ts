@@ -2,28 +2,15 @@
  * The checkout demo (apps/web, production build) in Chromium, twice: on embedded PGlite (port 3100) and on
  * PostgreSQL (port 3101, when E2E_DATABASE_URL is set; `npm run e2e` starts a throwaway server and sets it).
  * Both servers run with IDEMKIT_FAULTS=1 so tests can arm the fault switches.
- *
- * Chromium: Debian's when installed (/usr/lib/chromium), where Playwright cannot download its own; elsewhere
- * Playwright's (`npx playwright install chromium`).
  */
-import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig, devices, type PlaywrightTestConfig } from "@playwright/test";
+import { chromiumLaunchOptions } from "./chromium.js";
 
 const WEB = join(dirname(fileURLToPath(import.meta.url)), "..", "apps", "web");
 const NEXT = join(WEB, "..", "..", "node_modules", "next", "dist", "bin", "next");
-const SYSTEM_CHROMIUM = ["/usr/lib/chromium/chromium", "/usr/bin/chromium"].find((path) => existsSync(path));
-const CHROMIUM_FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-  "--disable-quic",
-];
 
 interface Target {
   name: string;
@@ -63,7 +50,7 @@ export default defineConfig({
   reporter: process.env.CI ? [["list"]] : [["list"], ["html", { open: "never" }]],
   use: {
     ...devices["Desktop Chrome"],
-    launchOptions: SYSTEM_CHROMIUM ? { executablePath: SYSTEM_CHROMIUM, args: CHROMIUM_FLAGS } : {},
+    launchOptions: chromiumLaunchOptions,
     trace: "retain-on-failure",
   },
   projects: targets.map(({ name, port }) => ({ name, use: { baseURL: `http://127.0.0.1:${port}` } })),

@@ -4,7 +4,8 @@
  * module more than once (dev reloads, separate route bundles), and each PGlite instance costs hundreds of MB.
  */
 import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { env } from "./env";
 
@@ -15,9 +16,12 @@ export interface OpenDatabase {
   description: string;
 }
 
-// Next.js runs the server with the app's folder as the working directory (next start, next dev, next build).
-const MIGRATIONS = join(process.cwd(), "drizzle");
-const DEFAULT_PGLITE_DIR = join(process.cwd(), ".data", "pglite");
+// Relative to this file, not to the working directory: `next start apps/web` runs from the repository root.
+// (Next.js keeps import.meta.url pointing at the source file; `new URL(path, import.meta.url)` would be bundled
+// as an asset reference instead.)
+const APP_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const MIGRATIONS = join(APP_DIR, "drizzle");
+const DEFAULT_PGLITE_DIR = join(APP_DIR, ".data", "pglite");
 
 const cache = globalThis as typeof globalThis & { idemkitDatabase?: Promise<OpenDatabase> | undefined };
 
