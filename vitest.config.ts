@@ -5,7 +5,7 @@ export default defineConfig({
   resolve: { conditions: ["@idemkit/source"] },
   ssr: { resolve: { conditions: ["@idemkit/source"] } },
   test: {
-    include: ["packages/*/src/**/*.test.ts", "packages/*/test/**/*.test.ts", "examples/*/test/**/*.test.ts"],
+    include: ["packages/*/src/**/*.test.ts", "packages/*/test/**/*.test.ts", "apps/*/test/**/*.test.ts"],
     globalSetup: ["tooling/testkit/src/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -14,6 +14,16 @@ export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
 export interface OpenDatabase {
   db: Database;
   description: string;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** PostgreSQL URL; embedded PGlite when absent. */
+  url?: string | undefined;
+  /** postgres.js pool size. Default 10. */
+  max?: number;
+  /** Where PGlite keeps its files. Default `apps/web/.data/pglite`. */
+  dataDir?: string | undefined;
 }
 
 // Relative to this file, not to the working directory: `next start apps/web` runs from the repository root.
@@ -25,30 +35,36 @@ const DEFAULT_PGLITE_DIR = join(APP_DIR, ".data", "pglite");
 
 const cache = globalThis as typeof globalThis & { idemkitDatabase?: Promise<OpenDatabase> | undefined };
 
-/** The process's database, opened (and migrated) on first use. */
+/** The server process's database (DATABASE_URL, else PGlite), opened and migrated on first use. */
 export function database(): Promise<OpenDatabase> {
-  cache.idemkitDatabase ??= open().catch((error: unknown) => {
+  cache.idemkitDatabase ??= openDatabase({ url: env.databaseUrl, dataDir: env.pgliteDir }).catch((error: unknown) => {
     cache.idemkitDatabase = undefined; // let the next request try again rather than fail forever
     throw error;
   });
   return cache.idemkitDatabase;
 }
 
-async function open(): Promise<OpenDatabase> {
-  if (env.databaseUrl) {
+/** Opens a database and applies the demo's migrations: PostgreSQL at `url`, else PGlite in `dataDir`. */
+export async function openDatabase({
+  url,
+  max = 10,
+  dataDir = DEFAULT_PGLITE_DIR,
+}: OpenOptions = {}): Promise<OpenDatabase> {
+  if (url) {
     const { default: postgres } = await import("postgres");
     const { drizzle } = await import("drizzle-orm/postgres-js");
     const { migrate } = await import("drizzle-orm/postgres-js/migrator");
-    const db = drizzle(postgres(env.databaseUrl, { max: 10, onnotice: () => {} }));
+    const client = postgres(url, { max, onnotice: () => {} });
+    const db = drizzle(client);
     await migrate(db, { migrationsFolder: MIGRATIONS });
-    return { db, description: `PostgreSQL at ${new URL(env.databaseUrl).host}` };
+    return { db, description: `PostgreSQL at ${new URL(url).host}`, close: () => client.end({ timeout: 5 }) };
   }
   const { PGlite } = await import("@electric-sql/pglite");
   const { drizzle } = await import("drizzle-orm/pglite");
   const { migrate } = await import("drizzle-orm/pglite/migrator");
-  const dataDir = env.pgliteDir ?? DEFAULT_PGLITE_DIR;
   await mkdir(dataDir, { recursive: true });
-  const db = drizzle(new PGlite(dataDir));
+  const client = new PGlite(dataDir);
+  const db = drizzle(client);
   await migrate(db, { migrationsFolder: MIGRATIONS });
-  return { db, description: `embedded PGlite in ${dataDir}` };
+  return { db, description: `embedded PGlite in ${dataDir}`, close: () => client.close() };
 }

@@ -4,13 +4,15 @@
  */
 import { drizzleStore } from "@idemkit/drizzle";
 import { idempotency, idempotencyErrorData } from "@idemkit/trpc";
-import { initTRPC, TRPCError } from "@trpc/server";
+import { type AnyTRPCRouter, initTRPC, TRPCError } from "@trpc/server";
+import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { desc, eq, inArray } from "drizzle-orm";
 import superjson from "superjson";
 import { z } from "zod";
 import type { Database } from "./database";
 import { beforeCommit } from "./faults";
 import { orderLines, orders, payments } from "./schema";
+import { userFromCookies } from "./user";
 
 export const CATALOG = [
   { sku: "tea", name: "Green tea, 100 g", priceCents: 650 },
@@ -26,7 +28,7 @@ export interface Context {
   userId: string | undefined;
 }
 
-const t = initTRPC.context<Context>().create({
+export const t = initTRPC.context<Context>().create({
   transformer: superjson,
   errorFormatter: ({ shape, error }) => ({
     ...shape,
@@ -57,12 +59,38 @@ function priced(items: OrderItem[]) {
   });
 }
 
-export function createRouter(db: Database) {
+/** Writes one order, its lines and its payment with whatever it is given: the idempotent transaction, or a plain one. */
+export async function writeOrder(
+  tx: Pick<Database, "insert">,
+  userId: string,
+  items: OrderItem[],
+  paymentReference: string,
+) {
+  const lines = priced(items);
+  const totalCents = lines.reduce((sum, line) => sum + line.priceCents * line.qty, 0);
+  const [order] = await tx
+    .insert(orders)
+    .values({ userId, totalCents })
+    .returning({ orderId: orders.id, totalCents: orders.totalCents, createdAt: orders.createdAt });
+  if (!order) throw new Error("insert into orders returned no row");
+  await tx.insert(orderLines).values(lines.map((line) => ({ ...line, orderId: order.orderId })));
+  await tx.insert(payments).values({ orderId: order.orderId, amountCents: totalCents, reference: paymentReference });
+  return order;
+}
+
+export interface RouterOptions {
+  db: Database;
+  /** Completed results kept in memory for replays (idemkit's default is 10,000; 0 turns the cache off). */
+  replayCacheSize?: number;
+}
+
+export function createRouter({ db, replayCacheSize }: RouterOptions) {
   const idempotent = withUser.use(
     idempotency({
       store: drizzleStore({ db }),
       transformer: superjson,
       scope: ({ ctx }: { ctx: { userId: string } }) => ctx.userId,
+      ...(replayCacheSize !== undefined && { replayCacheSize }),
     }),
   );
 
@@ -71,18 +99,7 @@ export function createRouter(db: Database) {
       products: t.procedure.query(() => CATALOG),
 
       placeOrder: idempotent.input(placeOrderInput).mutation(async ({ ctx, input }) => {
-        const tx = ctx.idempotency.tx;
-        const lines = priced(input.items);
-        const totalCents = lines.reduce((sum, line) => sum + line.priceCents * line.qty, 0);
-        const [order] = await tx
-          .insert(orders)
-          .values({ userId: ctx.userId, totalCents })
-          .returning({ orderId: orders.id, totalCents: orders.totalCents, createdAt: orders.createdAt });
-        if (!order) throw new Error("insert into orders returned no row");
-        await tx.insert(orderLines).values(lines.map((line) => ({ ...line, orderId: order.orderId })));
-        await tx
-          .insert(payments)
-          .values({ orderId: order.orderId, amountCents: totalCents, reference: ctx.idempotency.subKey("payment") });
+        const order = await writeOrder(ctx.idempotency.tx, ctx.userId, input.items, ctx.idempotency.subKey("payment"));
         await beforeCommit(ctx.userId);
         return order;
       }),
@@ -118,3 +135,18 @@ export function createRouter(db: Database) {
 }
 
 export type AppRouter = ReturnType<typeof createRouter>;
+
+/** A Fetch handler serving `router` at `/api/trpc`, the user taken from the `uid` cookie. */
+export function createHandler(router: AnyTRPCRouter) {
+  return (req: Request) =>
+    fetchRequestHandler({
+      endpoint: "/api/trpc",
+      req,
+      router,
+      createContext: ({ req: request, resHeaders }): Context => ({
+        req: request,
+        resHeaders,
+        userId: userFromCookies(request.headers.get("cookie")),
+      }),
+    });
+}

@@ -2,8 +2,8 @@
  * `npm run bench`: what protection costs, over HTTP on 127.0.0.1 against a real PostgreSQL at its default
  * durability (fsync on). One run measures, in interleaved rounds so machine noise hits all alike:
  *
- *   unprotected       the order insert in a plain transaction
- *   first execution   the same insert protected by idemkit (atomic mode), a fresh key per request
+ *   unprotected       the order's writes (order, lines, payment) in a plain transaction
+ *   first execution   the same writes protected by idemkit (atomic mode), a fresh key per request
  *   replay (cache)    duplicates of completed requests, answered from the in-process replay cache
  *   replay (no cache) duplicates answered from PostgreSQL (another instance, or the cache turned off)
  *
@@ -16,7 +16,7 @@ import { Agent, request } from "node:http";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { createDatabase, startPostgres } from "@idemkit/testkit";
-import { openDatabase } from "../src/database.js";
+import { openDatabase } from "../src/server/database";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -62,7 +62,7 @@ const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 
 function post(path: string, key: string | undefined): Promise<number> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { "content-type": "application/json", "x-user": "bench" };
+    const headers: Record<string, string> = { "content-type": "application/json", cookie: "uid=bench" };
     if (key) headers["idempotency-key"] = key;
     const call = request(`${baseUrl}/api/trpc/${path}`, { method: "POST", agent, headers }, (response) => {
       response.resume();

@@ -1,15 +1,15 @@
 /**
  * `npm run bench:link`: what the client link costs. The same sequential order mutations go through tRPC's plain
  * `httpLink` (with a fresh key header, so the server does the same work) and through `idempotencyLink`, in
- * interleaved rounds against the example server on a real PostgreSQL, and the per-mutation times are printed side
+ * interleaved rounds against the demo's API on a real PostgreSQL, and the per-mutation times are printed side
  * by side with their ratio. Environment: DATABASE_URL (else a throwaway server), BENCH_MUTATIONS per round (400).
  */
 import { createDatabase, serveFetch, startPostgres } from "@idemkit/testkit";
 import { idempotencyLink } from "@idemkit/trpc/client";
 import { createTRPCClient, httpLink } from "@trpc/client";
 import superjson from "superjson";
-import { openDatabase } from "../src/database.js";
-import { type AppRouter, createHandler, createRouter } from "../src/router.js";
+import { openDatabase } from "../src/server/database";
+import { type AppRouter, createHandler, createRouter } from "../src/server/router";
 
 const MUTATIONS = Number(process.env.BENCH_MUTATIONS ?? 400);
 const ROUNDS = 3;
@@ -22,10 +22,16 @@ const url = `${server.url}/api/trpc`;
 
 const clients = {
   "httpLink + key header": createTRPCClient<AppRouter>({
-    links: [httpLink({ url, transformer: superjson, headers: () => ({ "idempotency-key": crypto.randomUUID() }) })],
+    links: [
+      httpLink({
+        url,
+        transformer: superjson,
+        headers: () => ({ cookie: "uid=bench", "idempotency-key": crypto.randomUUID() }),
+      }),
+    ],
   }),
   idempotencyLink: createTRPCClient<AppRouter>({
-    links: [idempotencyLink<AppRouter>({ url, transformer: superjson })],
+    links: [idempotencyLink<AppRouter>({ url, transformer: superjson, headers: { cookie: "uid=bench" } })],
   }),
 };
 const input = { items: [{ sku: "tea", qty: 1 }] };

@@ -1,15 +1,15 @@
 /**
- * The benchmark's server process: the example checkout over node:http, plus the same order insert without
+ * The benchmark's server process: the demo's checkout API over node:http, plus the same order writes without
  * protection, so both run through identical HTTP, tRPC and database code. Prints `LISTENING <url>`.
  *
- *   checkout.placeOrder       protected (atomic mode), replay cache on (the default)
- *   bench.placeOrderNoCache   protected, replay cache off: every replay reads PostgreSQL
- *   bench.placeOrderUnprotected  the same insert in a plain transaction
+ *   checkout.placeOrder          protected (atomic mode), replay cache on (the default)
+ *   bench.placeOrderNoCache      protected, replay cache off: every replay reads PostgreSQL
+ *   bench.placeOrderUnprotected  the same writes (order, lines, payment) in a plain transaction
  */
 import { serveFetch } from "@idemkit/testkit";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
-import { createHandler, createRouter, insertOrder, placeOrderInput, t } from "../src/router.js";
+import { createHandler, createRouter, placeOrderInput, t, writeOrder } from "../src/server/router";
 
 const client = postgres(String(process.env.DATABASE_URL), { max: Number(process.env.BENCH_POOL ?? 10) });
 const db = drizzle(client);
@@ -27,7 +27,9 @@ const router = t.mergeRouters(
       }),
       placeOrderUnprotected: t.procedure
         .input(placeOrderInput)
-        .mutation(({ ctx, input }) => db.transaction((tx) => insertOrder(tx, ctx.userId, input.items))),
+        .mutation(({ ctx, input }) =>
+          db.transaction((tx) => writeOrder(tx, ctx.userId ?? "bench", input.items, globalThis.crypto.randomUUID())),
+        ),
     }),
   }),
 );

@@ -1,13 +1,11 @@
 // @vitest-environment jsdom
 /**
- * `useIdempotentMutation` in jsdom, against the example checkout (tRPC + idemkit middleware + real PostgreSQL)
+ * `useIdempotentMutation` in jsdom, against the demo's checkout API (tRPC + idemkit middleware + real PostgreSQL)
  * over HTTP on 127.0.0.1, through a proxy that loses responses and answers 503 or 409 on cue. Orders are counted
  * in the database: what a user relies on is how many orders exist, not what the hook says.
  */
 import { fingerprint } from "@idemkit/core";
-import { type OpenDatabase, openDatabase } from "@idemkit/example-server/database";
-import { type AppRouter, createHandler, createRouter } from "@idemkit/example-server/router";
-import { orders } from "@idemkit/example-server/schema";
+import { type UseIdempotentMutationOptions, useIdempotentMutation } from "@idemkit/react";
 import { createDatabase, type FaultProxy, serveFetch, startFaultProxy } from "@idemkit/testkit";
 import { idempotencyLink } from "@idemkit/trpc/client";
 import { onlineManager, QueryClient, QueryClientProvider } from "@tanstack/react-query";
@@ -18,7 +16,9 @@ import { eq } from "drizzle-orm";
 import { createElement, type ReactNode } from "react";
 import superjson from "superjson";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, expectTypeOf, inject, it } from "vitest";
-import { type UseIdempotentMutationOptions, useIdempotentMutation } from "../src/index.js";
+import { type OpenDatabase, openDatabase } from "../src/server/database";
+import { type AppRouter, createHandler, createRouter } from "../src/server/router";
+import { orders } from "../src/server/schema";
 
 const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
 
@@ -44,7 +44,7 @@ afterAll(async () => {
 
 let user: string;
 beforeEach(() => {
-  user = `user-${globalThis.crypto.randomUUID()}`;
+  user = `user-${globalThis.crypto.randomUUID().slice(0, 8)}`;
   sessionStorage.clear();
   proxy.requests.length = 0;
 });
@@ -61,7 +61,7 @@ const mugs = { items: [{ sku: "mug", qty: 2 }] };
 function render(options: Pick<UseIdempotentMutationOptions<never>, "storage"> = {}) {
   const queryClient = new QueryClient();
   const url = `${proxy.url}/api/trpc`;
-  const headers = { "x-user": user };
+  const headers = { cookie: `uid=${user}` };
   const trpcClient = createTRPCClient<AppRouter>({
     links: [
       idempotencyLink<AppRouter>({ url, transformer: superjson, headers, retry: { baseDelayMs: 20, maxDelayMs: 50 } }),
@@ -240,7 +240,7 @@ describe("terminal errors", () => {
     // Another tab placed a different cart under this key; this tab's stored action claims it for its own cart.
     await fetch(`${proxy.url}/api/trpc/checkout.placeOrder`, {
       method: "POST",
-      headers: { "content-type": "application/json", "idempotency-key": key, "x-user": user },
+      headers: { "content-type": "application/json", "idempotency-key": key, cookie: `uid=${user}` },
       body: JSON.stringify(superjson.serialize(mugs)),
     });
     sessionStorage.setItem("idemkit:checkout.placeOrder", JSON.stringify({ key, fingerprint: fingerprint(tea) }));

@@ -1,0 +1,89 @@
+/**
+ * The demo's API on embedded PGlite with its migrations, tRPC over real HTTP (the browser tests in e2e/ drive the
+ * same API through Next.js). A repeated order is replayed, not placed twice, with its lines and its one payment;
+ * a mistake in the cart is answered the same way every time.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ServedHandler, serveFetch } from "@idemkit/testkit";
+import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
+import { eq } from "drizzle-orm";
+import superjson from "superjson";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type OpenDatabase, openDatabase } from "../src/server/database";
+import { armFaults } from "../src/server/faults";
+import { type AppRouter, createHandler, createRouter } from "../src/server/router";
+import { orderLines, payments } from "../src/server/schema";
+
+let dataDir: string;
+let database: OpenDatabase;
+let server: ServedHandler;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "idemkit-web-"));
+  database = await openDatabase({ dataDir });
+  server = await serveFetch(createHandler(createRouter({ db: database.db })));
+});
+afterAll(async () => {
+  await server?.close();
+  await database?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+function clientWithKey(key: string, cookie = "uid=ada") {
+  return createTRPCClient<AppRouter>({
+    links: [
+      httpLink({
+        url: `${server.url}/api/trpc`,
+        transformer: superjson,
+        headers: () => ({ "idempotency-key": key, cookie }),
+      }),
+    ],
+  });
+}
+
+it("places an order once per key and replays it to the retry", async () => {
+  const key = globalThis.crypto.randomUUID();
+  const client = clientWithKey(key);
+  const items = [{ sku: "tea", qty: 2 }];
+  const first = await client.checkout.placeOrder.mutate({ items });
+  const retry = await client.checkout.placeOrder.mutate({ items });
+  expect(first).toEqual({ orderId: expect.any(Number), totalCents: 1_300, createdAt: expect.any(Date) });
+  expect(retry).toEqual(first);
+  expect(await client.checkout.orders.query()).toEqual([
+    { ...first, items: [{ sku: "tea", qty: 2, priceCents: 650 }] },
+  ]);
+  const lines = await database.db.select().from(orderLines).where(eq(orderLines.orderId, first.orderId));
+  const charged = await database.db.select().from(payments).where(eq(payments.orderId, first.orderId));
+  expect(lines).toHaveLength(1);
+  expect(charged).toEqual([
+    expect.objectContaining({ amountCents: 1_300, reference: expect.stringMatching(/^[0-9a-f]{40}$/) }),
+  ]);
+});
+
+it("refuses a request without a valid uid cookie, before anything runs", async () => {
+  for (const cookie of ["", "uid=", "uid=has space", `uid=${"x".repeat(65)}`]) {
+    const error = await clientWithKey(globalThis.crypto.randomUUID(), cookie)
+      .checkout.orders.query()
+      .catch((caught) => caught);
+    expect(error.data).toMatchObject({ httpStatus: 401, code: "UNAUTHORIZED" });
+  }
+});
+
+it("has no fault switches unless IDEMKIT_FAULTS=1", async () => {
+  armFaults("ada", { failBeforeCommit: 1 });
+  const order = await clientWithKey(globalThis.crypto.randomUUID()).checkout.placeOrder.mutate({
+    items: [{ sku: "mug", qty: 1 }],
+  });
+  expect(order.totalCents).toBe(1_800);
+});
+
+it("answers an unknown product with 404, stored: the retry gets the same answer", async () => {
+  const client = clientWithKey(globalThis.crypto.randomUUID());
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const error = await client.checkout.placeOrder.mutate({ items: [{ sku: "teapot", qty: 1 }] }).catch((e) => e);
+    expect(error).toBeInstanceOf(TRPCClientError);
+    expect(error.data).toMatchObject({ httpStatus: 404, code: "NOT_FOUND" });
+  }
+});

@@ -1,0 +1,66 @@
+import { describe, expect, it } from "vitest";
+import { actionStore, defaultStorage, type KeyStorage } from "./action-store.js";
+
+function mapStorage(): KeyStorage & { entries: Map<string, string> } {
+  const entries = new Map<string, string>();
+  return {
+    entries,
+    getItem: (name) => entries.get(name) ?? null,
+    setItem: (name, value) => void entries.set(name, value),
+    removeItem: (name) => void entries.delete(name),
+  };
+}
+
+const action = { key: "8e0f3c1a-7d1b-4b5e-9a51-3f2b1c0d9e8f", fingerprint: "ab".repeat(32) };
+
+describe("actionStore", () => {
+  it("keeps the action in the storage, where a reloaded page finds it", () => {
+    const storage = mapStorage();
+    actionStore(storage, "idemkit:checkout.placeOrder").write(action);
+    expect(actionStore(storage, "idemkit:checkout.placeOrder").read()).toEqual(action);
+    expect(actionStore(storage, "idemkit:other").read()).toBeUndefined();
+  });
+
+  it("forgets the action on clear", () => {
+    const storage = mapStorage();
+    const store = actionStore(storage, "a");
+    store.write(action);
+    store.clear();
+    expect(store.read()).toBeUndefined();
+    expect(storage.entries.size).toBe(0);
+  });
+
+  it("ignores an entry it cannot read (edited by hand, or from another version)", () => {
+    const storage = mapStorage();
+    for (const text of ["{", "null", "[]", '{"key":1,"fingerprint":"x"}', '{"key":"k"}']) {
+      storage.setItem("a", text);
+      expect(actionStore(storage, "a").read()).toBeUndefined();
+    }
+  });
+
+  it("keeps the key in memory when the storage refuses to write (quota, privacy mode)", () => {
+    const refusing: KeyStorage = {
+      getItem: () => null,
+      setItem: () => {
+        throw new DOMException("quota exceeded", "QuotaExceededError");
+      },
+      removeItem: () => {},
+    };
+    const store = actionStore(refusing, "a");
+    store.write(action);
+    expect(store.read()).toEqual(action);
+  });
+
+  it("works in memory without a storage (server rendering, storage: 'memory')", () => {
+    const store = actionStore(undefined, "a");
+    expect(store.read()).toBeUndefined();
+    store.write(action);
+    expect(store.read()).toEqual(action);
+  });
+});
+
+describe("defaultStorage", () => {
+  it("is undefined where there is no sessionStorage, as during server rendering", () => {
+    expect(defaultStorage()).toBeUndefined();
+  });
+});
