@@ -89,6 +89,9 @@ export function idempotencyContext(call: IdempotencyCall): { idempotency: Idempo
  * Put it before your terminating link; it sends mutations unbatched and forwards everything else:
  *
  *   links: [idempotencyLink({ url, transformer }), httpBatchLink({ url, transformer })]
+ *
+ * Every mutation it sends must be protected by the `idempotency` middleware: a retried unprotected mutation can
+ * run twice. Where only some are, send just those to it with tRPC's `splitLink`.
  */
 export function idempotencyLink<TRouter extends AnyTRPCRouter>(
   options: IdempotencyLinkOptions<TRouter>,
