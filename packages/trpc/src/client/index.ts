@@ -1,4 +1,3 @@
-export type { ResponseLike } from "./errors.js";
-export { isRetryableError, statusOf } from "./errors.js";
+export { isRetryableError } from "./errors.js";
 export type { IdempotencyCall, IdempotencyLinkOptions, IdempotencyOutcome, IdempotencyProgress } from "./link.js";
 export { idempotencyContext, idempotencyLink } from "./link.js";
