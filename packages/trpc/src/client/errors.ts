@@ -5,6 +5,7 @@
 import { isRetryableStatus } from "@idemkit/core";
 import type { TRPCClientError } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
+import type { IdempotencyErrorData } from "../errors.js";
 
 /** The parts of a Fetch `Response` the client reads. */
 export interface ResponseLike {
@@ -15,6 +16,13 @@ export interface ResponseLike {
 /** The HTTP response behind a tRPC client error, when one arrived. */
 export function responseOf(error: unknown): ResponseLike | undefined {
   return isClientError(error) ? (error.meta?.response as ResponseLike | undefined) : undefined;
+}
+
+/** The error's `data.idempotency` as the server's `idempotencyErrorData` wrote it, when the app's formatter adds it. */
+export function idempotencyDataOf(error: unknown): Partial<IdempotencyErrorData> | undefined {
+  if (!isClientError(error)) return undefined;
+  const data = (error.data as { idempotency?: unknown } | null | undefined)?.idempotency;
+  return typeof data === "object" && data !== null ? (data as Partial<IdempotencyErrorData>) : undefined;
 }
 
 /** The HTTP status behind a tRPC client error, or undefined when no response arrived (a network failure). */
@@ -31,8 +39,7 @@ export function statusOf(error: unknown): number | undefined {
  */
 export function isRetryableError(error: unknown): boolean {
   if (!isClientError(error)) return false;
-  const verdict = (error.data as { idempotency?: { retryable?: unknown } | null } | null | undefined)?.idempotency
-    ?.retryable;
+  const verdict = idempotencyDataOf(error)?.retryable;
   if (typeof verdict === "boolean") return verdict;
   return isRetryableStatus(statusOf(error));
 }

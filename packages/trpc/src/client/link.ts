@@ -32,7 +32,7 @@ import {
 } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import { observable } from "@trpc/server/observable";
-import { isRetryableError, type ResponseLike, responseOf, statusOf } from "./errors.js";
+import { idempotencyDataOf, isRetryableError, type ResponseLike, responseOf, statusOf } from "./errors.js";
 
 /** What the link reports about one mutation while it runs, for a form to show ("retrying in 2 s"). */
 export type IdempotencyProgress =
@@ -227,8 +227,7 @@ function callOf(op: Operation): IdempotencyCall {
 function retryAfterOf(error: TRPCClientError<AnyTRPCRouter>, nowMs: number): number | undefined {
   const fromHeader = parseRetryAfterMs(responseOf(error)?.headers?.get("Retry-After"), nowMs);
   if (fromHeader !== undefined) return fromHeader;
-  const fromData = (error.data as { idempotency?: { retryAfterMs?: unknown } } | null | undefined)?.idempotency
-    ?.retryAfterMs;
+  const fromData = idempotencyDataOf(error)?.retryAfterMs;
   return typeof fromData === "number" ? fromData : undefined;
 }
 
