@@ -50,7 +50,8 @@ const database = await createDatabase(postgresServer.url, "idemkit_bench");
 const migrated = await openDatabase({ url: database.url, max: 1 });
 await migrated.close();
 const server = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./server.ts", import.meta.url))], {
-  env: { ...process.env, DATABASE_URL: database.url },
+  // As `next start` runs it: development-only checks (such as idemkit's bypass warning) are off.
+  env: { ...process.env, DATABASE_URL: database.url, NODE_ENV: "production" },
   stdio: ["ignore", "pipe", "inherit"],
 });
 const baseUrl = await new Promise<string>((resolve) => {

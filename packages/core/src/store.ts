@@ -112,6 +112,11 @@ export interface IdempotencyStore<Tx = never> {
  * key's row (bounded by the store's wait limit) and then sees the committed response.
  */
 export interface AtomicCapability<Tx> {
+  /**
+   * The database handle transactions are opened on, when the store has one, so an adapter that hands the
+   * transaction to the app in place of the app's own handle can check that it is the same database.
+   */
+  readonly database?: unknown;
   /** Runs `work` in one transaction; a throw rolls everything back. */
   transaction<T>(work: (session: AtomicSession<Tx>) => Promise<T>): Promise<T>;
 }

@@ -27,6 +27,7 @@ import type {
 import { RecordState, replacement } from "@idemkit/core";
 import { sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { bypassGuard } from "./bypass-guard.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: a store works with any schema the caller's database was built with
 type AnyPgDatabase = PgDatabase<PgQueryResultHKT, any, any>;
@@ -65,6 +66,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   waitMs = 5_000,
 }: DrizzleStoreOptions<TDb>): DrizzleStore<TDb> {
   const waitSetting = `${Math.max(1, Math.round(waitMs))}ms`;
+  const guard = bypassGuard(db);
 
   /** `afterReplace` runs once a replacing update succeeded, before the claim is reported. */
   async function claimWith(
@@ -106,6 +108,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   }
 
   const atomic: AtomicCapability<TransactionOf<TDb>> = {
+    database: db,
     async transaction(work) {
       // The completing update is sent without waiting for its answer, so that drizzle's COMMIT follows it in
       // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
@@ -113,9 +116,11 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       let completion: Promise<boolean> | undefined;
       const result = await db.transaction(async (tx) => {
         let fence: number | undefined;
+        let procedure: { path: string | undefined } = { path: undefined };
         const session: AtomicSession<TransactionOf<TDb>> = {
           tx: tx as TransactionOf<TDb>,
           async claim(request) {
+            procedure.path = request.id.path;
             const claimed = claimWith(tx, request, () => tx.execute(sql`savepoint ${SAVEPOINT}`));
             // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
             // trip of its own; a claim that replaces an expired row instead sets a new one after its update.
@@ -139,7 +144,11 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
             completion.catch(() => {});
           },
         };
-        return work(session);
+        if (!guard) return work(session);
+        return guard.within(tx, (opened) => {
+          procedure = opened;
+          return work(session);
+        });
       });
       if (completion && !(await completion)) {
         throw new Error("The claimed record vanished inside its own transaction.");

@@ -6,7 +6,7 @@
 import { type ClaimRequest, createIdempotencyEngine, type Execution } from "@idemkit/core";
 import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { drizzleStore, type TransactionOf } from "../src/index.js";
 
 let server: Awaited<ReturnType<typeof openPostgres>>;
@@ -148,5 +148,44 @@ describe.each([
     expect(await engine.run(request, work)).toEqual({ replayed: true, response: { status: 200, body: '"done"' } });
     expect(runs).toBe(1);
     expect(await query("select * from notes where key = $1", [key])).toHaveLength(1);
+  });
+});
+
+describe("a statement that bypasses the idempotent transaction", () => {
+  it("fails at once on a pool of one connection, which the transaction holds, and the database stays usable", async () => {
+    const single = await openPostgres(inject("postgresUrl"), { max: 1 });
+    try {
+      await single.query("create table notes (id serial primary key, key text not null)");
+      const store = drizzleStore({ db: single.db });
+      const outcome = store.atomic.transaction(async (session) => {
+        await session.claim(claimFor(globalThis.crypto.randomUUID()));
+        await single.db.execute(sql`insert into notes (key) values ('bypass')`);
+      });
+      await expect(outcome).rejects.toThrow(/notes\.add sent a statement through the database itself/);
+      expect(rowsOf(await single.db.execute(sql`select count(*)::int as n from notes`))[0]?.n).toBe(0);
+    } finally {
+      await single.close();
+    }
+  });
+
+  it("runs on a pool with a warning, and is not mistaken for the transaction's own statements", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const store = drizzleStore({ db: server.db });
+    const key = globalThis.crypto.randomUUID();
+    const outside = server.db.execute(sql`select 1`);
+    await store.atomic.transaction(async (session) => {
+      await session.claim(claimFor(key));
+      await session.tx.execute(sql`insert into notes (key) values (${key})`);
+      await server.db.execute(sql`insert into notes (key) values (${`${key}-outside`})`);
+    });
+    await outside;
+    const rows = rowsOf(await server.db.execute(sql`select key from notes where key like ${`${key}%`} order by key`));
+    expect(rows.map((row) => row.key)).toEqual([key, `${key}-outside`]);
+    expect(warn.mock.calls.map(([message]) => String(message))).toEqual([
+      expect.stringMatching(
+        /notes\.add sent a statement through the database itself, outside its idempotent transaction/,
+      ),
+    ]);
+    warn.mockRestore();
   });
 });
