@@ -17,9 +17,9 @@ const TRPC_CODE: Record<IdempotencyErrorCode, TRPC_ERROR_CODE_KEY> = {
 };
 
 /** Converts an idemkit refusal to the TRPCError the client sees, and sets `Retry-After` where it applies. */
-export function toTRPCError(error: IdempotencyError, http: Pick<IdempotencyHttp, "setHeader">): TRPCError {
+export function toTRPCError(error: IdempotencyError, http: Pick<IdempotencyHttp, "setHeader"> | undefined): TRPCError {
   if (error.retryAfterMs !== undefined) {
-    http.setHeader("Retry-After", String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))));
+    http?.setHeader?.("Retry-After", String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))));
   }
   return new TRPCError({ code: TRPC_CODE[error.code], message: error.message, cause: error });
 }

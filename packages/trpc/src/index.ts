@@ -1,6 +1,7 @@
 export type { IdempotencyErrorData } from "./errors.js";
 export { idempotencyErrorData, toTRPCError } from "./errors.js";
 export type { IdempotencyHttp } from "./http.js";
-export { httpFromContext } from "./http.js";
-export type { IdempotencyContext, IdempotencyOptions, IdempotencyTransformer } from "./middleware.js";
+export { httpFromContext, withIdempotencyKey } from "./http.js";
+export type { IdempotencyContext, IdempotencyOptions } from "./middleware.js";
 export { idempotency } from "./middleware.js";
+export type { IdempotencyTransformer } from "./stored-body.js";

@@ -16,25 +16,18 @@ import {
   IdempotencyError,
   IdempotencyErrorCode,
   type IdempotencyEvent,
-  type IdempotencyMode,
+  IdempotencyMode,
   type IdempotencyStore,
   isIdempotencyError,
   parseIdempotencyKey,
   type Settlement,
-  type StoredResponse,
   sha256Hex,
 } from "@idemkit/core";
-import {
-  initTRPC,
-  StandardSchemaV1Error,
-  type TRPC_ERROR_CODE_KEY,
-  type TRPCCombinedDataTransformer,
-  type TRPCDataTransformer,
-  TRPCError,
-} from "@trpc/server";
-import { getHTTPStatusCodeFromError } from "@trpc/server/http";
+import { initTRPC, TRPCError } from "@trpc/server";
 import { toTRPCError } from "./errors.js";
-import { httpFromContext, type IdempotencyHttp } from "./http.js";
+import { explicitKeyOf, httpFromContext, type IdempotencyHttp } from "./http.js";
+import { storableStatus } from "./outcome.js";
+import { type IdempotencyTransformer, outputTransformer, type StoredBody } from "./stored-body.js";
 
 /** The transaction type a store hands to procedures in atomic mode. */
 type TransactionOfStore<TStore> = TStore extends IdempotencyStore<infer Tx> ? Tx : never;
@@ -58,19 +51,17 @@ export interface IdempotencyContext<Tx> {
   subKey(name: string): string;
 }
 
-/** How the middleware stores results: the router's transformer, or either half of a combined one. */
-export type IdempotencyTransformer = TRPCDataTransformer | TRPCCombinedDataTransformer;
-
 export interface IdempotencyOptions<
   TCtx extends object,
   TStore extends IdempotencyStore<unknown>,
   TMode extends IdempotencyMode,
+  TDbKey extends string = never,
 > {
   /** Where records live: `drizzleStore({ db })` in production, `memoryStore()` in unit tests. */
   store: TStore;
   /**
    * Who owns the record, from the context: the user or tenant id. Required, so one user can never replay, see
-   * or block another user's result by sending the same key. Annotate `ctx` with your context type.
+   * or block another user's result by sending the same key.
    */
   scope: (opts: { ctx: TCtx }) => string | Promise<string>;
   /**
@@ -79,6 +70,13 @@ export interface IdempotencyOptions<
    * database; the claim is committed first with a lease, and a crashed request is taken over when it ends.
    */
   mode?: TMode;
+  /**
+   * Atomic mode: the context key your procedures already write with, such as create-t3-app's `"db"`. In a
+   * protected mutation `ctx[dbKey]` is then the idempotent transaction (the same one as `ctx.idempotency.tx`),
+   * so an existing procedure body becomes exactly-once without edits. It must hold the database the store was
+   * given. Default: none, and procedures write through `ctx.idempotency.tx`.
+   */
+  dbKey?: TDbKey;
   /** The router's data transformer (e.g. `superjson`), so stored results replay with their types. */
   transformer?: IdempotencyTransformer;
   /** How long results are replayed, in ms. Default 24 hours. */
@@ -92,8 +90,12 @@ export interface IdempotencyOptions<
    * default: a server error is usually worth retrying.
    */
   storeServerErrors?: boolean;
-  /** Where the request headers and response headers are; default: the fetch or Node adapter's context. */
-  http?: (ctx: TCtx) => IdempotencyHttp;
+  /**
+   * Where the request headers and response headers are. Default: the fetch adapter's `req`/`resHeaders`, the
+   * Node adapters' `req`/`res`, or create-t3-app's `headers` (see `httpFromContext`). Return undefined for a
+   * call without HTTP; it then needs a key from `withIdempotencyKey`.
+   */
+  http?: (ctx: TCtx) => IdempotencyHttp | undefined;
   /** The clock, in ms since the epoch. For tests that move time. */
   now?: () => number;
   /** Called for every decision (executed, replayed, conflict, mismatch, takeover, released, ...). */
@@ -101,57 +103,67 @@ export interface IdempotencyOptions<
 }
 
 /**
- * 4xx answers that mean "try again later" rather than "this request is wrong": storing them would replay a
- * transient refusal for the whole TTL.
- */
-const TRANSIENT_CLIENT_ERRORS = new Set<TRPC_ERROR_CODE_KEY>([
-  "TIMEOUT",
-  "CONFLICT",
-  "TOO_MANY_REQUESTS",
-  "CLIENT_CLOSED_REQUEST",
-  "PRECONDITION_FAILED",
-]);
-
-interface StoredBody {
-  /** The procedure's result, serialized by the transformer. Absent when it returned undefined. */
-  result?: unknown;
-  error?: { code: TRPC_ERROR_CODE_KEY; message: string };
-}
-
-/**
- * The middleware for protected mutations. Use it with `.use()`:
+ * The middleware for protected mutations. Use it with `.use()` on the procedure your mutations are built from:
  *
- *   const idempotent = t.procedure.use(idempotency({
- *     store: drizzleStore({ db }), transformer: superjson,
- *     scope: ({ ctx }: { ctx: Context }) => ctx.userId,
+ *   const idempotentProcedure = protectedProcedure.use(idempotency({
+ *     store: drizzleStore({ db }), dbKey: "db", transformer: superjson,
+ *     scope: ({ ctx }) => ctx.session.user.id,
  *   }));
- *   placeOrder: idempotent.input(schema).mutation(({ ctx, input }) => ctx.idempotency.tx.insert(orders)...)
+ *   create: idempotentProcedure.input(schema).mutation(({ ctx, input }) => ctx.db.insert(posts).values(input))
  */
 export function idempotency<
   TCtx extends object,
   TStore extends IdempotencyStore<unknown>,
   TMode extends IdempotencyMode = "atomic",
->(options: IdempotencyOptions<TCtx, TStore, TMode>) {
+  TDbKey extends Extract<keyof TCtx, string> = never,
+>(options: IdempotencyOptions<TCtx, TStore, TMode, TDbKey>) {
   type Tx = TMode extends "lease" ? undefined : TransactionOfStore<TStore>;
-  const { scope: scopeOf, storeServerErrors = false, http = httpFromContext } = options;
+  type Overrides = { idempotency: IdempotencyContext<Tx> } & { [K in TDbKey]: Tx };
+  const { scope: scopeOf, storeServerErrors = false, http = httpFromContext, dbKey } = options;
   const engine = createIdempotencyEngine<unknown>(options);
+  if (dbKey !== undefined && engine.mode !== IdempotencyMode.ATOMIC) {
+    throw new TypeError("idempotency(): `dbKey` puts the idempotent transaction on the context; lease mode has none.");
+  }
+  const database = options.store.atomic?.database;
   const transformer = outputTransformer(options.transformer);
   const t = initTRPC.context<TCtx>().create();
+  let warnedNoResponseHeaders = false;
 
   return t.middleware(async function idempotencyMiddleware(opts) {
-    if (opts.type !== "mutation") {
-      return opts.next({ ctx: { idempotency: undefined as never as IdempotencyContext<Tx> } });
-    }
+    if (opts.type !== "mutation") return opts.next({ ctx: { idempotency: undefined } as unknown as Overrides });
+    // tRPC's next() takes ctx and getRawInput together at run time; its overloads just type them apart.
+    const next = opts.next as (options: {
+      ctx: Overrides;
+      getRawInput: typeof opts.getRawInput;
+    }) => ReturnType<typeof opts.next>;
     const ctx = opts.ctx as unknown as TCtx;
     const { path } = opts;
-    const exchange = http(ctx);
+    let exchange: IdempotencyHttp | undefined;
     try {
-      const key = parseIdempotencyKey(exchange.header(IDEMPOTENCY_KEY_HEADER), path);
-      if (exchange.calls > 1) {
+      exchange = http(ctx);
+      const explicitKey = explicitKeyOf(ctx);
+      if (exchange && !exchange.setHeader && explicitKey === undefined && !warnedNoResponseHeaders) {
+        warnedNoResponseHeaders = true;
+        console.warn(NO_RESPONSE_HEADERS);
+      }
+      const key = parseIdempotencyKey(
+        explicitKey ?? exchange?.header(IDEMPOTENCY_KEY_HEADER) ?? missingKey(path),
+        path,
+      );
+      const calls = Math.max(exchange?.calls ?? 1, opts.batchIndex + 1);
+      if (calls > 1) {
         throw new IdempotencyError(
           IdempotencyErrorCode.KEY_SHARED_IN_BATCH,
-          `One ${IDEMPOTENCY_KEY_HEADER} cannot cover the ${exchange.calls} calls of a batch; send ${path} unbatched.`,
+          `One ${IDEMPOTENCY_KEY_HEADER} cannot cover the calls of a batch; send ${path} unbatched.`,
         );
+      }
+      if (dbKey !== undefined && database !== undefined && ctx[dbKey] !== database) {
+        throw new TRPCError({
+          code: "INTERNAL_SERVER_ERROR",
+          message:
+            `idempotency(): ctx.${dbKey} is not the database the store was given, so its writes could not join ` +
+            "the idempotent transaction. Give the store the same `db` your context holds.",
+        });
       }
       const scope = await scopeOf({ ctx });
       if (typeof scope !== "string" || scope.length === 0) {
@@ -177,16 +189,12 @@ export function idempotency<
 
       const run = await engine.run(request, async ({ tx }) => {
         const idempotencyContext: IdempotencyContext<Tx> = { key, scope, tx: tx as Tx, subKey };
-        // tRPC's next() takes ctx and getRawInput together at run time; its overloads just type them apart.
-        const next = opts.next as (options: {
-          ctx: { idempotency: IdempotencyContext<Tx> };
-          getRawInput: typeof getRawInput;
-        }) => ReturnType<typeof opts.next>;
-        const result = await next({ ctx: { idempotency: idempotencyContext }, getRawInput });
+        const overrides = { idempotency: idempotencyContext, ...(dbKey !== undefined && { [dbKey]: tx }) };
+        const result = await next({ ctx: overrides as Overrides, getRawInput });
         return settle(result, input.readable || !inputRequested);
       });
       if (!run.replayed) return run.value;
-      exchange.setHeader(IDEMPOTENT_REPLAYED_HEADER, "true");
+      exchange?.setHeader?.(IDEMPOTENT_REPLAYED_HEADER, "true");
       const body = JSON.parse(run.response.body) as StoredBody;
       if (body.error) throw new TRPCError(body.error);
       // A replay answers without calling next(); tRPC checks only `ok` and `data` of a middleware result.
@@ -203,22 +211,30 @@ export function idempotency<
     inputUsable: boolean,
   ): Settlement<R> {
     if (result.ok) {
-      const response: StoredResponse = {
-        status: 200,
-        body: JSON.stringify({ result: transformer.serialize(result.data) }),
-      };
-      return { value: result, response };
+      const body: StoredBody = { result: transformer.serialize(result.data) };
+      return { value: result, response: { status: 200, body: JSON.stringify(body) } };
     }
     const { error } = result;
-    const status = getHTTPStatusCodeFromError(error);
-    const storable =
-      inputUsable &&
-      ((status < 500 && !TRANSIENT_CLIENT_ERRORS.has(error.code) && !isInputValidationError(error)) ||
-        (status >= 500 && storeServerErrors));
-    if (!storable) return { value: result, response: undefined };
+    const status = storableStatus(error, { inputUsable, storeServerErrors });
+    if (status === undefined) return { value: result, response: undefined };
     const stored: StoredBody = { error: { code: error.code, message: error.message } };
     return { value: result, response: { status, body: JSON.stringify(stored) } };
   }
+}
+
+const NO_RESPONSE_HEADERS =
+  "idempotency(): the tRPC context carries the request's headers but no response headers, so replays are " +
+  "answered without `Idempotent-Replayed` (and 409s without `Retry-After`). Return the fetch adapter's " +
+  "`resHeaders` (or a Node adapter's `res`) from createContext. In a create-t3-app route handler: " +
+  "`createContext: ({ resHeaders }) => createContext(req).then((ctx) => ({ ...ctx, resHeaders }))`.";
+
+/** No key: neither a header nor one given by server code with `withIdempotencyKey`. */
+function missingKey(path: string): never {
+  throw new IdempotencyError(
+    IdempotencyErrorCode.KEY_MISSING,
+    `The ${IDEMPOTENCY_KEY_HEADER} header is required for ${path}. Server code calling it without HTTP ` +
+      "(createCaller, a Server Component, a server action) passes one action's key with withIdempotencyKey(ctx, key).",
+  );
 }
 
 /** The input's fingerprint; an input that cannot be compared (a function, a cycle) is refused, not run. */
@@ -228,50 +244,4 @@ function fingerprintOf(rawInput: unknown): string {
   } catch (cause) {
     throw new TRPCError({ code: "BAD_REQUEST", message: "The input cannot be fingerprinted.", cause });
   }
-}
-
-/** A failure of the procedure's input parser: the call never started, so nothing is stored. */
-function isInputValidationError(error: TRPCError): boolean {
-  const { cause } = error;
-  return (
-    error.code === "BAD_REQUEST" &&
-    (cause instanceof StandardSchemaV1Error ||
-      (typeof cause === "object" && cause !== null && Array.isArray((cause as { issues?: unknown }).issues)))
-  );
-}
-
-function outputTransformer(transformer: IdempotencyTransformer | undefined): TRPCDataTransformer {
-  if (!transformer) return plainJson;
-  return "output" in transformer ? transformer.output : transformer;
-}
-
-/** Without a transformer, only values that survive JSON unchanged can be stored: anything else is refused. */
-const plainJson: TRPCDataTransformer = {
-  serialize(value: unknown) {
-    assertPlainJson(value, "result");
-    return value;
-  },
-  deserialize: (value: unknown) => value,
-};
-
-function assertPlainJson(value: unknown, where: string): void {
-  if (value === null || typeof value === "string" || typeof value === "boolean") return;
-  if (typeof value === "number" && Number.isFinite(value)) return;
-  if (Array.isArray(value)) {
-    value.forEach((item, index) => {
-      assertPlainJson(item, `${where}[${index}]`);
-    });
-    return;
-  }
-  if (typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
-    for (const [name, member] of Object.entries(value)) {
-      if (member !== undefined) assertPlainJson(member, `${where}.${name}`);
-    }
-    return;
-  }
-  if (value === undefined && where === "result") return;
-  throw new TypeError(
-    `idempotency(): ${where} is not plain JSON (${Object.prototype.toString.call(value)}) and would not replay ` +
-      "as it was. Pass your router's transformer (e.g. superjson) as the `transformer` option.",
-  );
 }

@@ -6,10 +6,12 @@ import { memoryStore } from "@idemkit/core";
 import { drizzleStore } from "@idemkit/drizzle";
 import { openPostgres, type ServedHandler, serveFetch } from "@idemkit/testkit";
 import { createTRPCClient, httpLink } from "@trpc/client";
+import { initTRPC } from "@trpc/server";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import superjson from "superjson";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { idempotency, withIdempotencyKey } from "../src/index.js";
 import { type AppOptions, type AppRouter, BUSINESS_TABLES, createApp } from "./app.js";
 import { mutate, query } from "./client.js";
 
@@ -332,5 +334,54 @@ describe("lease mode", () => {
     expect(again.text).toBe(first.text);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(app.executions.get("noInput")).toBe(1);
+  });
+});
+
+describe("the app's own database handle (dbKey)", () => {
+  const t = initTRPC.context<{ db: typeof database.db; userId: string }>().create();
+  const protect = (db: typeof database.db) =>
+    t.procedure.use(idempotency({ store: drizzleStore({ db }), dbKey: "db", scope: ({ ctx }) => ctx.userId }));
+
+  it("is the idempotent transaction inside a protected mutation", async () => {
+    const router = t.router({
+      same: protect(database.db).mutation(({ ctx }) => ctx.db === ctx.idempotency.tx),
+    });
+    const ctx = { db: database.db, userId: user() };
+    expect(await router.createCaller(withIdempotencyKey(ctx, globalThis.crypto.randomUUID())).same()).toBe(true);
+  });
+
+  it("refuses to run when it holds another database than the store's: its writes could not join the transaction", async () => {
+    const other = drizzle(postgres(database.url, { max: 1 }));
+    let ran = false;
+    const router = t.router({
+      write: protect(other).mutation(() => {
+        ran = true;
+      }),
+    });
+    const ctx = withIdempotencyKey({ db: database.db, userId: user() }, globalThis.crypto.randomUUID());
+    await expect(router.createCaller(ctx).write()).rejects.toThrow(/ctx\.db is not the database the store was given/);
+    expect(ran).toBe(false);
+    await other.$client.end();
+  });
+
+  it("is refused in lease mode, which has no transaction to hand over", () => {
+    expect(() =>
+      idempotency({
+        store: drizzleStore({ db: database.db }),
+        mode: "lease",
+        dbKey: "db",
+        scope: ({ ctx }: { ctx: { db: unknown; userId: string } }) => ctx.userId,
+      }),
+    ).toThrow(/lease mode has none/);
+  });
+});
+
+describe("context shapes", () => {
+  it("names the fix when the context has a req it cannot read headers from", async () => {
+    const t = initTRPC.context<{ req: object }>().create();
+    const router = t.router({
+      write: t.procedure.use(idempotency({ store: memoryStore(), scope: () => "alice" })).mutation(() => "ran"),
+    });
+    await expect(router.createCaller({ req: {} }).write()).rejects.toThrow(/`req` without readable headers/);
   });
 });
