@@ -3,14 +3,12 @@
  * transaction back, so no business row and no claim survive, and the retry runs once. Lease mode: the claim
  * survives, retries get 409 until the lease ends, then one takes over; the dead owner can never complete.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { drizzleStore } from "@idemkit/drizzle";
 import { openPostgres, type ServedHandler, serveFetch } from "@idemkit/testkit";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { BUSINESS_TABLES, createApp } from "./app.js";
 import { mutate } from "./client.js";
+import { type Child, spawnChild } from "./spawn.js";
 
 let database: Awaited<ReturnType<typeof openPostgres>>;
 const cleanups: Array<() => unknown> = [];
@@ -24,37 +22,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-interface Child {
-  process: ChildProcess;
-  url: string;
-  /** Resolves with the key of the next request that reached the middle of placeOrder. */
-  nextHold(): Promise<string>;
-}
-
-async function spawnApp(env: Record<string, string>): Promise<Child> {
-  const child = spawn(
-    process.execPath,
-    ["--conditions=@idemkit/source", "--import", "tsx", fileURLToPath(new URL("./crash-child.ts", import.meta.url))],
-    { env: { ...process.env, DATABASE_URL: database.url, ...env }, stdio: ["ignore", "pipe", "inherit"] },
-  );
-  cleanups.push(() => child.kill("SIGKILL"));
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const waiting: Array<{ prefix: string; resolve: (rest: string) => void }> = [];
-  lines.on("line", (line) => {
-    const index = waiting.findIndex((waiter) => line.startsWith(`${waiter.prefix} `));
-    if (index < 0) return;
-    const [waiter] = waiting.splice(index, 1);
-    waiter?.resolve(line.slice(waiter.prefix.length + 1));
+function spawnApp(env: Record<string, string>): Promise<Child> {
+  return spawnChild("./crash-child.ts", { DATABASE_URL: database.url, ...env }).then((child) => {
+    cleanups.push(() => child.kill());
+    return child;
   });
-  const next = (prefix: string) => new Promise<string>((resolve) => waiting.push({ prefix, resolve }));
-  const url = await next("LISTENING");
-  return { process: child, url, nextHold: () => next("HOLDING") };
-}
-
-async function killed(child: Child): Promise<void> {
-  const exited = new Promise((resolve) => child.process.once("exit", resolve));
-  child.process.kill("SIGKILL");
-  await exited;
 }
 
 async function count(sql: string, params: unknown[]): Promise<number> {
@@ -75,7 +47,7 @@ describe("a process killed mid-request", () => {
     const key = globalThis.crypto.randomUUID();
     const lost = mutate(child.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: userId }).catch((error) => error);
     expect(await child.nextHold()).toBe(key);
-    await killed(child);
+    await child.kill();
     expect(await lost).toBeInstanceOf(Error);
 
     // PostgreSQL rolls back the dead connection's transaction as soon as it sees the socket close.
@@ -108,7 +80,7 @@ describe("a process killed mid-request", () => {
     const key = globalThis.crypto.randomUUID();
     const lost = mutate(child.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: userId }).catch((error) => error);
     expect(await child.nextHold()).toBe(key);
-    await killed(child);
+    await child.kill();
     await lost;
 
     let skewMs = 0;
