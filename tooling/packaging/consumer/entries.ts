@@ -1,0 +1,31 @@
+/**
+ * Every public entry point, imported as a user would. The `@ts-expect-error` lines fail the type check if an entry's
+ * types resolved to `any` (a missing declaration file would let everything through).
+ */
+import { memoryStore } from "@idemkit/core";
+import type { describeStoreConformance } from "@idemkit/core/testing";
+import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
+import type { useIdempotentMutation } from "@idemkit/react";
+import { idempotency, type withIdempotencyKey } from "@idemkit/trpc";
+import { idempotencyContext, idempotencyLink } from "@idemkit/trpc/client";
+
+export type Entries = [
+  typeof memoryStore,
+  typeof describeStoreConformance,
+  typeof drizzleStore,
+  typeof idempotencyKeys,
+  typeof useIdempotentMutation,
+  typeof withIdempotencyKey,
+  typeof idempotencyLink,
+];
+
+export function misuse(): void {
+  // @ts-expect-error scope is required
+  idempotency({ store: memoryStore() });
+  // @ts-expect-error a key is a string
+  idempotencyContext({ key: 42 });
+  // @ts-expect-error the link needs a url
+  idempotencyLink({});
+  // @ts-expect-error the store needs a database
+  drizzleStore({});
+}
