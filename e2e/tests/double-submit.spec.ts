@@ -21,6 +21,19 @@ test.beforeEach(async ({ page }) => {
   await openCheckout(page);
 });
 
+test("the page loads without a failed request, its icon included", async ({ page }) => {
+  const failed: string[] = [];
+  page.on("response", (response) => {
+    if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
+  });
+  await page.reload();
+  await expect(page.getByRole("button", { name: "Add one Stoneware mug" })).toBeVisible();
+  const icon = await page.locator('link[rel="icon"]').first().getAttribute("href");
+  expect(icon).toBeTruthy();
+  expect((await page.request.get(String(icon))).status()).toBe(200);
+  expect(failed).toEqual([]);
+});
+
 test("a double click places one order", async ({ page }) => {
   const keys = recordKeys(page);
   await placeOrderButton(page).dblclick();
