@@ -116,11 +116,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       let completion: Promise<boolean> | undefined;
       const result = await db.transaction(async (tx) => {
         let fence: number | undefined;
-        let procedure: { path: string | undefined } = { path: undefined };
         const session: AtomicSession<TransactionOf<TDb>> = {
           tx: tx as TransactionOf<TDb>,
           async claim(request) {
-            procedure.path = request.id.path;
+            guard?.name(request.id.path);
             const claimed = claimWith(tx, request, () => tx.execute(sql`savepoint ${SAVEPOINT}`));
             // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
             // trip of its own; a claim that replaces an expired row instead sets a new one after its update.
@@ -144,11 +143,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
             completion.catch(() => {});
           },
         };
-        if (!guard) return work(session);
-        return guard.within(tx, (opened) => {
-          procedure = opened;
-          return work(session);
-        });
+        return guard ? guard.within(tx, () => work(session)) : work(session);
       });
       if (completion && !(await completion)) {
         throw new Error("The claimed record vanished inside its own transaction.");

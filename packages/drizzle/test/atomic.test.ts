@@ -6,6 +6,9 @@
 import { type ClaimRequest, createIdempotencyEngine, type Execution } from "@idemkit/core";
 import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
+import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { drizzleStore, type TransactionOf } from "../src/index.js";
 
@@ -35,6 +38,13 @@ function claimFor(key: string, now = Date.now()): ClaimRequest {
     leaseExpiresAt: now + 30_000,
     expiresAt: now + 60_000,
   };
+}
+
+/** The messages of an error and of its causes. */
+function causesOf(error: unknown): string[] {
+  const messages: string[] = [];
+  for (let current = error; current instanceof Error; current = current.cause) messages.push(current.message);
+  return messages;
 }
 
 function rowsOf(result: unknown): Array<Record<string, unknown>> {
@@ -152,40 +162,92 @@ describe.each([
 });
 
 describe("a statement that bypasses the idempotent transaction", () => {
+  const bypassMessage =
+    /notes\.add sent a statement through the database itself while its idempotent transaction holds/;
+
+  /** Claims a key in an atomic transaction of `store`, then runs `bypass` from inside the procedure. */
+  function procedureThatBypasses(store: ReturnType<typeof drizzleStore>, bypass: () => PromiseLike<unknown>) {
+    return store.atomic.transaction(async (session) => {
+      await session.claim(claimFor(globalThis.crypto.randomUUID()));
+      await bypass();
+    });
+  }
+
   it("fails at once on a pool of one connection, which the transaction holds, and the database stays usable", async () => {
-    const single = await openPostgres(inject("postgresUrl"), { max: 1 });
-    try {
-      await single.query("create table notes (id serial primary key, key text not null)");
-      const store = drizzleStore({ db: single.db });
-      const outcome = store.atomic.transaction(async (session) => {
-        await session.claim(claimFor(globalThis.crypto.randomUUID()));
-        await single.db.execute(sql`insert into notes (key) values ('bypass')`);
-      });
-      await expect(outcome).rejects.toThrow(/notes\.add sent a statement through the database itself/);
-      expect(rowsOf(await single.db.execute(sql`select count(*)::int as n from notes`))[0]?.n).toBe(0);
-    } finally {
-      await single.close();
+    for (const open of [openPostgres, openNodePostgres]) {
+      const single = await open(inject("postgresUrl"), { max: 1 });
+      try {
+        await single.query("create table notes (id serial primary key, key text not null)");
+        const bypass = () => single.db.execute(sql`insert into notes (key) values ('bypass')`);
+        await expect(procedureThatBypasses(drizzleStore({ db: single.db }), bypass)).rejects.toThrow(bypassMessage);
+        expect(rowsOf(await single.db.execute(sql`select count(*)::int as n from notes`))[0]?.n).toBe(0);
+      } finally {
+        await single.close();
+      }
     }
   });
 
-  it("runs on a pool with a warning, and is not mistaken for the transaction's own statements", async () => {
+  it("fails at once on PGlite, through the store's db, another Drizzle instance or the client itself", async () => {
+    const client = pglite.db.$client;
+    const store = drizzleStore({ db: pglite.db });
+    const other = drizzlePglite(client);
+    for (const bypass of [
+      () => pglite.db.execute(sql`select 1`),
+      () => other.execute(sql`select 1`),
+      () => client.query("select 1"),
+      () => pglite.db.transaction(async (tx) => tx.execute(sql`select 1`)),
+    ]) {
+      const error = await procedureThatBypasses(store, bypass).catch((caught: unknown) => caught);
+      // A statement through another Drizzle instance reaches the client, and Drizzle wraps the refusal as its cause.
+      expect(causesOf(error).join("\n")).toMatch(bypassMessage);
+    }
+    expect(rowsOf(await other.execute(sql`select 1 as one`))[0]?.one).toBe(1);
+  });
+
+  it("runs inside the transaction on node-postgres's single Client, where the database and the transaction share it", async () => {
+    const client = new pg.Client({ connectionString: nodePostgres.url });
+    await client.connect();
+    try {
+      const db = drizzleNodePostgres({ client });
+      const key = globalThis.crypto.randomUUID();
+      const undone = drizzleStore({ db }).atomic.transaction(async (session) => {
+        await session.claim(claimFor(key));
+        await db.execute(sql`insert into notes (key) values (${key})`);
+        throw new Error("roll it all back");
+      });
+      await expect(undone).rejects.toThrow("roll it all back");
+      expect(rowsOf(await db.execute(sql`select count(*)::int as n from notes where key = ${key}`))[0]?.n).toBe(0);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("runs on a pool with one warning, and another request's statement meanwhile is not taken for it", async () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
-    const store = drizzleStore({ db: server.db });
-    const key = globalThis.crypto.randomUUID();
-    const outside = server.db.execute(sql`select 1`);
-    await store.atomic.transaction(async (session) => {
-      await session.claim(claimFor(key));
-      await session.tx.execute(sql`insert into notes (key) values (${key})`);
-      await server.db.execute(sql`insert into notes (key) values (${`${key}-outside`})`);
-    });
-    await outside;
-    const rows = rowsOf(await server.db.execute(sql`select key from notes where key like ${`${key}%`} order by key`));
-    expect(rows.map((row) => row.key)).toEqual([key, `${key}-outside`]);
-    expect(warn.mock.calls.map(([message]) => String(message))).toEqual([
-      expect.stringMatching(
-        /notes\.add sent a statement through the database itself, outside its idempotent transaction/,
-      ),
-    ]);
-    warn.mockRestore();
+    try {
+      const store = drizzleStore({ db: server.db });
+      const key = globalThis.crypto.randomUUID();
+      let startOther!: () => void;
+      // Another request: its statement is sent while the transaction is open, from its own async context.
+      const other = new Promise<void>((resolve) => (startOther = resolve)).then(() =>
+        server.db.execute(sql`insert into notes (key) values (${`${key}-other`})`),
+      );
+      await store.atomic.transaction(async (session) => {
+        await session.claim(claimFor(key));
+        await session.tx.execute(sql`insert into notes (key) values (${key})`);
+        startOther();
+        await other;
+        await server.db.execute(sql`insert into notes (key) values (${`${key}-bypass`})`);
+      });
+      const rows = rowsOf(await server.db.execute(sql`select key from notes where key like ${`${key}%`} order by key`));
+      expect(rows.map((row) => row.key)).toEqual([key, `${key}-bypass`, `${key}-other`]);
+      expect(warn.mock.calls.map(([message]) => String(message))).toEqual([
+        expect.stringMatching(
+          /notes\.add sent a statement through the database itself, outside its idempotent transaction/,
+        ),
+      ]);
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

@@ -66,7 +66,12 @@ export function httpFromContext(ctx: unknown): IdempotencyHttp | undefined {
   return {
     header: (name) => {
       if (typeof headers.get === "function") return headers.get(name);
-      const value = (headers as Record<string, string | string[] | undefined>)[name.toLowerCase()];
+      // Node lowercases header names; a plain object built by hand may not have.
+      const record = headers as Record<string, string | string[] | undefined>;
+      const lower = name.toLowerCase();
+      const field =
+        lower in record ? lower : Object.keys(record).find((candidate) => candidate.toLowerCase() === lower);
+      const value = field === undefined ? undefined : record[field];
       return Array.isArray(value) ? value.join(", ") : value;
     },
     setHeader: resHeaders

@@ -122,7 +122,10 @@ export function idempotency<
   const { scope: scopeOf, storeServerErrors = false, http = httpFromContext, dbKey } = options;
   const engine = createIdempotencyEngine<unknown>(options);
   if (dbKey !== undefined && engine.mode !== IdempotencyMode.ATOMIC) {
-    throw new TypeError("idempotency(): `dbKey` puts the idempotent transaction on the context; lease mode has none.");
+    throw new TypeError(
+      "idempotency(): `dbKey` puts the idempotent transaction on the context, and only atomic mode has one " +
+        "(a store with transactions, such as drizzleStore, in its default mode).",
+    );
   }
   const database = options.store.atomic?.database;
   const transformer = outputTransformer(options.transformer);
@@ -142,14 +145,17 @@ export function idempotency<
     try {
       exchange = http(ctx);
       const explicitKey = explicitKeyOf(ctx);
-      if (exchange && !exchange.setHeader && explicitKey === undefined && !warnedNoResponseHeaders) {
-        warnedNoResponseHeaders = true;
-        console.warn(NO_RESPONSE_HEADERS);
-      }
       const key = parseIdempotencyKey(
         explicitKey ?? exchange?.header(IDEMPOTENCY_KEY_HEADER) ?? missingKey(path),
         path,
       );
+      // Only a call that came with its key over HTTP can be answered with headers; server code needs none.
+      if (explicitKey === undefined && !exchange?.setHeader && !warnedNoResponseHeaders) {
+        warnedNoResponseHeaders = true;
+        console.warn(NO_RESPONSE_HEADERS);
+      }
+      // A context without the adapter's `info` or the request URL (create-t3-app's) cannot count a batch's
+      // calls; tRPC's batchIndex still tells every call after the first that it shares the request.
       const calls = Math.max(exchange?.calls ?? 1, opts.batchIndex + 1);
       if (calls > 1) {
         throw new IdempotencyError(

@@ -372,7 +372,7 @@ describe("the app's own database handle (dbKey)", () => {
         dbKey: "db",
         scope: ({ ctx }: { ctx: { db: unknown; userId: string } }) => ctx.userId,
       }),
-    ).toThrow(/lease mode has none/);
+    ).toThrow(/only atomic mode has one/);
   });
 });
 

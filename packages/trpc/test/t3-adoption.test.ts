@@ -94,14 +94,21 @@ describe.each(backends)("a T3 app adopting idemkit, on $name", (backend) => {
   let t3: Awaited<ReturnType<typeof loadT3>>;
   let server: ServedHandler;
   let drop: () => Promise<void>;
+  let env: Record<string, string | undefined>;
+  /** Requests the route handler has received. */
+  let arrivals = 0;
   const cleanups: Array<() => unknown> = [];
 
   beforeAll(async () => {
     const environment = await backend.environment();
     drop = environment.drop;
     setEnv(environment.env);
+    env = environment.env;
     t3 = await loadT3();
-    server = await serveFetch(t3.route.POST);
+    server = await serveFetch((request) => {
+      arrivals += 1;
+      return t3.route.POST(request);
+    });
   });
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0)) await cleanup();
@@ -170,7 +177,16 @@ describe.each(backends)("a T3 app adopting idemkit, on $name", (backend) => {
     cleanups.push(() => t3.hold.gates.delete("together"));
     const answers = [create("create", "together", { key, user })];
     await first;
+    const before = arrivals;
     answers.push(...Array.from({ length: 7 }, () => create("create", "together", { key, user })));
+    // Every duplicate is in the server, and can only wait: on PostgreSQL each on the first one's row lock, on
+    // PGlite for its only connection.
+    await vi.waitFor(() => expect(arrivals - before).toBe(7));
+    if (backend.name === "postgres") {
+      const waiting =
+        "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'";
+      await vi.waitFor(async () => expect(await backend.count(env, waiting, [])).toBe(7));
+    }
     open();
     const settled = await Promise.all(answers);
     expect(settled.map((answer) => answer.status)).toEqual(Array(8).fill(200));
@@ -205,6 +221,40 @@ describe.each(backends)("a T3 app adopting idemkit, on $name", (backend) => {
     const first = await caller.post.create({ name: "from a server action" });
     const second = await caller.post.create({ name: "from a server action" });
     expect(second).toEqual(first);
+    expect(await postsOf(user)).toBe(1);
+  });
+
+  it("uses a key given with withIdempotencyKey over the request's own header", async () => {
+    const user = newUser();
+    const [given, inHeader] = [globalThis.crypto.randomUUID(), globalThis.crypto.randomUUID()];
+    const ctx = await t3.trpc.createTRPCContext({
+      headers: new Headers({ "x-user": user, "idempotency-key": inHeader }),
+    });
+    const post = await t3.root.createCaller(withIdempotencyKey(ctx, given)).post.create({ name: "given" });
+    const replay = await create("create", "given", { key: given, user });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(superjson.deserialize(replay.body.result.data)).toEqual(post);
+    expect((await create("create", "given", { key: inHeader, user })).headers.get("idempotent-replayed")).toBeNull();
+    expect(await postsOf(user)).toBe(2);
+  });
+
+  it("refuses a key shared by the calls of a batch, though T3's context cannot count them: every call after the first", async () => {
+    const user = newUser();
+    const response = await fetch(`${server.url}/api/trpc/post.create,post.create?batch=1`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-user": user,
+        "idempotency-key": globalThis.crypto.randomUUID(),
+      },
+      body: JSON.stringify({ 0: superjson.serialize({ name: "one" }), 1: superjson.serialize({ name: "two" }) }),
+    });
+    const [first, second] = (await response.json()) as Array<{
+      result?: unknown;
+      error?: { json: { data: { idempotency: { code: string } } } };
+    }>;
+    expect(first?.result).toBeDefined();
+    expect(second?.error?.json.data.idempotency.code).toBe("KEY_SHARED_IN_BATCH");
     expect(await postsOf(user)).toBe(1);
   });
 
