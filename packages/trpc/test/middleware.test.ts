@@ -359,9 +359,12 @@ describe("the app's own database handle (dbKey)", () => {
       }),
     });
     const ctx = withIdempotencyKey({ db: database.db, userId: user() }, globalThis.crypto.randomUUID());
-    await expect(router.createCaller(ctx).write()).rejects.toThrow(/ctx\.db is not the database the store was given/);
-    expect(ran).toBe(false);
-    await other.$client.end();
+    try {
+      await expect(router.createCaller(ctx).write()).rejects.toThrow(/ctx\.db is not the database the store was given/);
+      expect(ran).toBe(false);
+    } finally {
+      await other.$client.end();
+    }
   });
 
   it("is refused in lease mode, which has no transaction to hand over", () => {
