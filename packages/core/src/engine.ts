@@ -61,13 +61,17 @@ export interface IdempotencyEngineOptions<Tx> {
    * the slowest request you expect; a crash blocks the key this long. Default 60 seconds.
    */
   leaseMs?: number;
-  /** Atomic mode: how long to suggest a client waits after the store's wait limit passed, in ms. Default 1 s. */
+  /**
+   * How long a client is told to wait before retrying while the first call with its key still runs (the 409's
+   * `Retry-After`), in ms: in atomic mode once the store's wait limit passed, in lease mode at most the remaining
+   * lease. Default 1 s.
+   */
   busyRetryAfterMs?: number;
   /** Completed records kept in memory for cheap replays. 0 turns the cache off. Default 10,000. */
   replayCacheSize?: number;
   /** The clock, in ms since the epoch. Injected so tests can move time; stores never read their own. */
   now?: () => number;
-  /** Called once per decision. Must not throw. */
+  /** Called once per decision, after the transaction it was taken in has ended. A throw is logged and ignored. */
   onEvent?: (event: IdempotencyEvent) => void;
 }
 
@@ -112,13 +116,28 @@ export function createIdempotencyEngine<Tx>({
     throw new TypeError("This store has no atomic mode; use mode: 'lease'.");
   }
   const cache = new ReplayCache(replayCacheSize);
-  const emit = (type: IdempotencyEventType, id: RecordId, extra?: Partial<IdempotencyEvent>) =>
-    onEvent?.({ type, scope: id.scope, path: id.path, key: id.key, ...extra });
+  let observerFailed = false;
+  /** Reports a decision. The observer can never change the outcome it reports: a throw is logged, once. */
+  const emit: Emit = (type, id, extra) => {
+    if (!onEvent) return;
+    try {
+      onEvent({ type, scope: id.scope, path: id.path, key: id.key, ...extra });
+    } catch (error) {
+      if (observerFailed) return;
+      observerFailed = true;
+      console.error("idemkit: onEvent threw; the request's outcome stands, and later throws are not logged.", error);
+    }
+  };
 
   /** Replays or refuses a record that another request claimed. */
-  function answerExisting(request: IdempotentRequest, record: StoredRecord, at: number): RunResult<never> {
+  function answerExisting(
+    request: IdempotentRequest,
+    record: StoredRecord,
+    at: number,
+    report: Emit = emit,
+  ): RunResult<never> {
     if (record.fingerprint !== request.fingerprint) {
-      emit(IdempotencyEventType.MISMATCH, request);
+      report(IdempotencyEventType.MISMATCH, request);
       throw new IdempotencyError(
         IdempotencyErrorCode.FINGERPRINT_MISMATCH,
         "This Idempotency-Key was already used with a different request body; use a new key for a new request.",
@@ -126,15 +145,17 @@ export function createIdempotencyEngine<Tx>({
     }
     if (record.state === RecordState.COMPLETED) {
       cache.set(request, record);
-      emit(IdempotencyEventType.REPLAYED, request);
+      report(IdempotencyEventType.REPLAYED, request);
       return { replayed: true, response: record.response };
     }
-    const retryAfterMs = Math.max(record.leaseExpiresAt - at, 0);
-    return conflict(request, retryAfterMs);
+    // The lease only bounds a call that crashed; a live one usually ends soon, so the client is told to come back
+    // soon (its own backoff grows the wait with each attempt), never later than the lease allows a takeover.
+    const retryAfterMs = Math.min(Math.max(record.leaseExpiresAt - at, 0), busyRetryAfterMs);
+    return conflict(request, retryAfterMs, report);
   }
 
-  function conflict(request: IdempotentRequest, retryAfterMs: number): never {
-    emit(IdempotencyEventType.CONFLICT, request, { retryAfterMs });
+  function conflict(request: IdempotentRequest, retryAfterMs: number, report: Emit = emit): never {
+    report(IdempotencyEventType.CONFLICT, request, { retryAfterMs });
     throw new IdempotencyError(
       IdempotencyErrorCode.IN_PROGRESS,
       "A request with this Idempotency-Key is still being processed; retry later.",
@@ -230,11 +251,14 @@ export function createIdempotencyEngine<Tx>({
   ): Promise<RunResult<T>> {
     const claim = claimRequest(request);
     let committed: { fence: number; response: StoredResponse; expiresAt: number } | undefined;
+    // Decisions taken inside the transaction are reported once it has ended, so no observer holds it open.
+    const decided: Array<Parameters<Emit>> = [];
+    const report: Emit = (...event) => void decided.push(event);
     try {
       const result = await transaction(async (session): Promise<RunResult<T>> => {
         const claimed = await session.claim(claim);
-        if (claimed.status === "busy") return conflict(request, busyRetryAfterMs);
-        if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now);
+        if (claimed.status === "busy") return conflict(request, busyRetryAfterMs, report);
+        if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now, report);
         let settlement: Settlement<T>;
         try {
           settlement = await execute({ tx: session.tx });
@@ -265,6 +289,8 @@ export function createIdempotencyEngine<Tx>({
       }
       if (isIdempotencyError(error)) throw error;
       throw storeFailure(request, error);
+    } finally {
+      for (const event of decided) emit(...event);
     }
   }
 
@@ -289,6 +315,8 @@ export function createIdempotencyEngine<Tx>({
 }
 
 export type IdempotencyEngine<Tx> = ReturnType<typeof createIdempotencyEngine<Tx>>;
+
+type Emit = (type: IdempotencyEventType, id: RecordId, extra?: Partial<IdempotencyEvent>) => void;
 
 /** Thrown inside an atomic transaction to roll it back while still answering the client. */
 class Rollback {

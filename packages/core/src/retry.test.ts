@@ -72,9 +72,18 @@ describe("nextRetryDelayMs", () => {
     expect(nextRetryDelayMs({ attempt: 6, startedAtMs: start, nowMs: start }, policy, lowest)).toBeUndefined();
   });
 
-  it("prefers the server's Retry-After over its own schedule, even above maxDelayMs", () => {
-    expect(nextRetryDelayMs({ attempt: 1, startedAtMs: start, nowMs: start, retryAfterMs: 2_000 }, policy)).toBe(2_000);
-    expect(nextRetryDelayMs({ attempt: 1, startedAtMs: start, nowMs: start, retryAfterMs: 0 }, policy)).toBe(0);
+  it("waits at least the server's Retry-After, even above maxDelayMs", () => {
+    expect(
+      nextRetryDelayMs({ attempt: 1, startedAtMs: start, nowMs: start, retryAfterMs: 2_000 }, policy, highest),
+    ).toBe(2_000);
+    expect(nextRetryDelayMs({ attempt: 1, startedAtMs: start, nowMs: start, retryAfterMs: 0 }, policy, lowest)).toBe(0);
+  });
+
+  it("still backs off when the same short Retry-After comes back on every attempt", () => {
+    const delays = [1, 2, 3, 4].map((attempt) =>
+      nextRetryDelayMs({ attempt, startedAtMs: start, nowMs: start, retryAfterMs: 150 }, policy, highest),
+    );
+    expect(delays).toEqual([150, 200, 400, 800]);
   });
 
   it("stops when the next retry would start after maxElapsedMs", () => {

@@ -1,6 +1,6 @@
 /**
  * When a client retries an idempotent request: exponential backoff with full jitter, capped, bounded in attempts
- * and in total time, and overridden by the server's `Retry-After`. Pure functions of their inputs (the clock and
+ * and in total time, and never shorter than the server's `Retry-After`. Pure functions of their inputs (the clock and
  * the random source are parameters), so the schedule is tested without waiting and shared by every client.
  *
  * Full jitter (a uniform delay between 0 and the exponential ceiling) spreads the retries of many clients that
@@ -66,7 +66,11 @@ export interface RetryState {
   /** When the first request was sent, in ms since the epoch (or any clock `nowMs` shares). */
   startedAtMs: number;
   nowMs: number;
-  /** The server's `Retry-After`, already parsed; it replaces the schedule's own delay. */
+  /**
+   * The server's `Retry-After`, already parsed: the least the client waits (RFC 9110 §10.2.3), even above
+   * `maxDelayMs`. The schedule's own delay still applies when it is longer, so a short hint repeated on every
+   * attempt still backs off.
+   */
   retryAfterMs?: number | undefined;
 }
 
@@ -80,7 +84,7 @@ export function nextRetryDelayMs(
   random: () => number = Math.random,
 ): number | undefined {
   if (attempt >= policy.maxAttempts) return undefined;
-  const delayMs = retryAfterMs ?? backoffDelayMs(attempt, policy, random);
+  const delayMs = Math.max(retryAfterMs ?? 0, backoffDelayMs(attempt, policy, random));
   return nowMs + delayMs - startedAtMs > policy.maxElapsedMs ? undefined : delayMs;
 }
 

@@ -34,11 +34,13 @@ export interface AppOptions {
   now?: () => number;
   /** Overrides the store (a dead one, or the memory store). */
   store?: IdempotencyStore<unknown>;
+  /** Called with every event after the app has recorded it (a test's observer, which may throw). */
+  observe?: (event: IdempotencyEvent) => void;
   /** Awaited inside placeOrder after its insert, before it returns: lets a test hold a request mid-flight. */
   hold?: (key: string) => Promise<void>;
 }
 
-export function createApp({ db, mode = "atomic", leaseMs, ttlMs, now, store, hold }: AppOptions) {
+export function createApp({ db, mode = "atomic", leaseMs, ttlMs, now, store, hold, observe }: AppOptions) {
   const events: IdempotencyEvent[] = [];
   const executions = new Map<string, number>();
   const count = (name: string) => executions.set(name, (executions.get(name) ?? 0) + 1);
@@ -58,7 +60,10 @@ export function createApp({ db, mode = "atomic", leaseMs, ttlMs, now, store, hol
       ...(leaseMs !== undefined && { leaseMs }),
       ...(ttlMs !== undefined && { ttlMs }),
       ...(now !== undefined && { now }),
-      onEvent: (event) => events.push(event),
+      onEvent: (event) => {
+        events.push(event);
+        observe?.(event);
+      },
     }),
   );
   const writer = (tx: AnyDb | undefined) => tx ?? db;

@@ -73,7 +73,7 @@ describe("a process killed mid-request", () => {
     expect(await count("select count(*)::int as n from orders where user_id = $1", [userId])).toBe(1);
   });
 
-  it("lease mode: 409 until the lease ends, then one retry takes over; the dead owner is fenced out", async () => {
+  it("lease mode: 409 (come back in 1 s) until the lease ends, then one retry takes over; the dead owner is fenced out", async () => {
     const leaseMs = 60_000;
     const child = await spawnApp({ IDEMKIT_MODE: "lease", IDEMKIT_LEASE_MS: String(leaseMs) });
     const userId = "crash-lease";
@@ -88,9 +88,8 @@ describe("a process killed mid-request", () => {
     const url = await serve(app);
     const early = await mutate(url, "placeOrder", { sku: "A", qty: 1 }, { key, user: userId });
     expect(early.status).toBe(409);
-    const retryAfter = Number(early.headers.get("retry-after"));
-    expect(retryAfter).toBeGreaterThan(50);
-    expect(retryAfter).toBeLessThanOrEqual(60);
+    // The lease only bounds a crashed call: the client is asked back soon, and takes over once the lease ended.
+    expect(early.headers.get("retry-after")).toBe("1");
 
     skewMs = leaseMs;
     const takeover = await mutate(url, "placeOrder", { sku: "A", qty: 1 }, { key, user: userId });

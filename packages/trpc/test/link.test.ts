@@ -8,7 +8,7 @@ import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
 import { initTRPC } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import superjson from "superjson";
-import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, inject, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, inject, it, vi } from "vitest";
 import { z } from "zod";
 import {
   type IdempotencyLinkOptions,
@@ -142,6 +142,28 @@ describe("retries", () => {
     expect(progress.at(-1)).toMatchObject({ attempt: 2, replayed: true });
   });
 
+  it("keeps going when onProgress throws: the observer never changes the outcome", async () => {
+    const { client, proxy, executions, user } = await start();
+    proxy.inject({ kind: "drop-response" });
+    const error = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const onProgress = () => {
+        throw new Error("a broken progress bar");
+      };
+      const order = await client.placeOrder.mutate(
+        { sku: "kettle", qty: 1 },
+        { context: idempotencyContext({ onProgress }) },
+      );
+      expect(order.orderId).toBeGreaterThan(0);
+      expect(keysOf(proxy)).toHaveLength(2);
+      expect(executions.get("placeOrder")).toBe(1);
+      expect(await ordersOf(user)).toBe(1);
+      expect(error).toHaveBeenCalledTimes(1);
+    } finally {
+      error.mockRestore();
+    }
+  });
+
   it("retries a 503 that never reached the server (non-JSON body), then runs once", async () => {
     const { client, proxy, executions, user } = await start();
     proxy.inject({ kind: "answer", status: 503, body: "<html>upstream unavailable</html>" });
@@ -163,27 +185,23 @@ describe("retries", () => {
     expect(executions.get("placeOrder")).toBe(1);
   });
 
-  it("waits for the server's Retry-After on a 409 while the first request runs, then replays its result", async () => {
+  it("retries a lease-mode 409 soon, not when the 60 s lease would end, and replays the first call's result", async () => {
     let release!: () => void;
     const held = new Promise<void>((done) => {
       release = done;
     });
-    const { client, proxy, executions, server, user } = await start({
-      mode: "lease",
-      leaseMs: 1_500,
-      hold: () => held,
-    });
+    const { client, proxy, executions, server, user } = await start({ mode: "lease", hold: () => held });
     const key = globalThis.crypto.randomUUID();
     // The first request (another tab, say) goes straight to the server and holds its claim.
     const firstTab = mutate(server.url, "placeOrder", { sku: "tea", qty: 5 }, { key, user });
-    await new Promise((done) => setTimeout(done, 200));
+    await expect.poll(() => executions.get("placeOrder")).toBe(1);
     const { progress, context } = recorder(key);
     const second = client.placeOrder.mutate({ sku: "tea", qty: 5 }, { context });
-    await new Promise((done) => setTimeout(done, 300));
+    await expect.poll(() => progress.some((event) => event.type === "retry")).toBe(true);
     release();
     const [firstAnswer, secondResult] = await Promise.all([firstTab, second]);
     const retry = progress.find((event) => event.type === "retry");
-    expect(retry).toMatchObject({ attempt: 1, delayMs: 2_000 });
+    expect(retry).toMatchObject({ attempt: 1, delayMs: 1_000 });
     expect(retry?.type === "retry" && retry.error.data?.httpStatus).toBe(409);
     expect(progress.at(-1)).toMatchObject({ type: "success", attempt: 2, replayed: true });
     expect(secondResult).toEqual(firstAnswer.data);

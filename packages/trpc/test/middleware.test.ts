@@ -10,7 +10,7 @@ import { initTRPC } from "@trpc/server";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import superjson from "superjson";
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { idempotency, withIdempotencyKey } from "../src/index.js";
 import { type AppOptions, type AppRouter, BUSINESS_TABLES, createApp } from "./app.js";
 import { mutate, query } from "./client.js";
@@ -288,6 +288,34 @@ describe("execution and replay (atomic mode)", () => {
   });
 });
 
+describe("observers", () => {
+  it("never change an outcome: with an onEvent that throws, first calls, replays, mismatches and 4xx answer as without", async () => {
+    const error = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const app = await start({
+        observe: () => {
+          throw new Error("a broken metrics exporter");
+        },
+      });
+      const alice = user();
+      const key = globalThis.crypto.randomUUID();
+      const first = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
+      const replay = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
+      const mismatch = await mutate(app.url, "placeOrder", { sku: "B", qty: 1 }, { key, user: alice });
+      const refused = await mutate(app.url, "placeOrder", { sku: "unknown", qty: 1 }, { user: alice });
+      expect([first.status, replay.status, mismatch.status, refused.status]).toEqual([200, 200, 422, 404]);
+      expect(replay.headers.get("idempotent-replayed")).toBe("true");
+      expect(replay.text).toBe(first.text);
+      expect(app.events.map((event) => event.type)).toEqual(["executed", "replayed", "mismatch", "executed"]);
+      expect(app.executions.get("placeOrder")).toBe(2);
+      expect(await ordersOf(alice)).toBe(1);
+      expect(error).toHaveBeenCalledTimes(1);
+    } finally {
+      error.mockRestore();
+    }
+  });
+});
+
 describe("a store that cannot be reached", () => {
   it("answers 503 and never runs the procedure unprotected", async () => {
     const dead = postgres("postgres://nobody:nothing@127.0.0.1:9/none", { max: 1, connect_timeout: 2 });
@@ -306,7 +334,7 @@ describe("a store that cannot be reached", () => {
 });
 
 describe("lease mode", () => {
-  it("answers 409 with Retry-After from the remaining lease while the first request runs", async () => {
+  it("answers 409 with a short Retry-After while the first request runs, never later than its lease ends", async () => {
     const held = deferred();
     let now = Date.UTC(2026, 5, 1);
     const app = await start({ mode: "lease", leaseMs: 30_000, now: () => now, hold: () => held.promise });
@@ -317,8 +345,11 @@ describe("lease mode", () => {
     now += 12_500;
     const busy = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
     expect(busy.status).toBe(409);
-    expect(busy.headers.get("retry-after")).toBe("18");
-    expect(busy.error?.data.idempotency).toEqual({ code: "IN_PROGRESS", retryable: true, retryAfterMs: 17_500 });
+    expect(busy.headers.get("retry-after")).toBe("1");
+    expect(busy.error?.data.idempotency).toEqual({ code: "IN_PROGRESS", retryable: true, retryAfterMs: 1_000 });
+    now += 17_100;
+    const late = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
+    expect(late.error?.data.idempotency).toEqual({ code: "IN_PROGRESS", retryable: true, retryAfterMs: 400 });
     held.resolve();
     expect((await first).status).toBe(200);
     const replay = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });

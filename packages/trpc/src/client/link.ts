@@ -130,7 +130,7 @@ async function mutateWithRetries(
   signal: AbortSignal,
 ): Promise<OperationResultEnvelope<unknown, TRPCClientError<AnyTRPCRouter>>> {
   const key = call.key === undefined ? newIdempotencyKey() : parseIdempotencyKey(call.key, path);
-  const report = call.onProgress ?? (() => {});
+  const report = observer(call.onProgress);
   // Time spent offline does not count against maxElapsedMs: that budget is for a server that keeps failing.
   let budgetStartMs = Date.now();
   for (let attempt = 1; ; attempt++) {
@@ -164,6 +164,20 @@ async function mutateWithRetries(
     report({ type: "retry", key, attempt, delayMs, retryAt: nowMs + delayMs, error });
     await abortableDelay(delayMs, signal);
   }
+}
+
+/** Calls `onProgress` so that it can never change the mutation's outcome: a throw is logged, once per mutation. */
+function observer(onProgress: ((progress: IdempotencyProgress) => void) | undefined) {
+  let failed = false;
+  return (progress: IdempotencyProgress) => {
+    try {
+      onProgress?.(progress);
+    } catch (error) {
+      if (failed) return;
+      failed = true;
+      console.error("idemkit: onProgress threw; the mutation goes on as if it had not.", error);
+    }
+  };
 }
 
 type SendResult =
