@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canonicalJson, fingerprint } from "./fingerprint.js";
+import { canonicalJson, fingerprint, fingerprintAsync } from "./fingerprint.js";
 
 describe("fingerprint", () => {
   it("ignores object key order, at every depth", () => {
@@ -79,5 +79,79 @@ describe("fingerprint", () => {
   it("accepts the same object twice when it is not a cycle", () => {
     const shared = { sku: "A" };
     expect(canonicalJson([shared, shared])).toBe('[{"sku":"A"},{"sku":"A"}]');
+  });
+});
+
+describe("inputs that are not plain data", () => {
+  const upload = (bytes: string, name = "cat.png", lastModified = 1) => {
+    const form = new FormData();
+    form.append("caption", "my cat");
+    form.append("file", new File([bytes], name, { type: "image/png", lastModified }));
+    return form;
+  };
+
+  it("hashes FormData by its entries and its files' names, types and bytes, never their dates", async () => {
+    const first = await fingerprintAsync(upload("first picture"));
+    expect(await fingerprintAsync(upload("first picture", "cat.png", 99))).toBe(first);
+    expect(await fingerprintAsync(upload("other picture"))).not.toBe(first);
+    expect(await fingerprintAsync(upload("first picture", "dog.png"))).not.toBe(first);
+    const renamed = new FormData();
+    renamed.append("caption", "my dog");
+    renamed.append("file", new File(["first picture"], "cat.png", { type: "image/png" }));
+    expect(await fingerprintAsync(renamed)).not.toBe(first);
+    expect(await fingerprintAsync({ form: upload("first picture") })).not.toBe(first);
+  });
+
+  it("tells a Blob from a File with the same bytes, and hashes plain data as fingerprint() does", async () => {
+    const blob = new Blob(["bytes"], { type: "text/plain" });
+    const file = new File(["bytes"], "a.txt", { type: "text/plain" });
+    expect(await fingerprintAsync(blob)).not.toBe(await fingerprintAsync(file));
+    const plain = { items: [{ sku: "A", qty: 1 }], at: new Date(0) };
+    expect(await fingerprintAsync(plain)).toBe(fingerprint(plain));
+  });
+
+  it("refuses a Blob synchronously, naming fingerprintAsync, unless asked to compare files by metadata", () => {
+    expect(() => fingerprint(upload("x"))).toThrow(/File's bytes are read asynchronously.*fingerprintAsync/);
+    const metadata = (form: FormData) => fingerprint(form, { blobs: "metadata" });
+    expect(metadata(upload("x", "cat.png", 1))).toBe(metadata(upload("y", "cat.png", 1)));
+    expect(metadata(upload("x", "cat.png", 1))).not.toBe(metadata(upload("x", "cat.png", 2)));
+  });
+
+  it("hashes binary data by type and bytes, never as the object of its indices", () => {
+    const prints = [
+      new Uint8Array([1, 2]),
+      { 0: 1, 1: 2 },
+      [1, 2],
+      new Uint8Array([2, 1]),
+      new Uint16Array([1, 2]),
+      new Uint8Array([1, 2]).buffer,
+      new DataView(new Uint8Array([1, 2]).buffer),
+    ].map((input) => fingerprint(input));
+    expect(new Set(prints).size).toBe(prints.length);
+    expect(fingerprint(Buffer.from([1, 2]))).toBe(fingerprint(new Uint8Array([1, 2])));
+    expect(fingerprint(new Uint8Array([9, 1, 2, 9]).subarray(1, 3))).toBe(fingerprint(new Uint8Array([1, 2])));
+  });
+
+  it("hashes URLs, search parameters and regular expressions by their content", () => {
+    expect(fingerprint(new URL("https://a.example/x"))).not.toBe(fingerprint(new URL("https://a.example/y")));
+    expect(fingerprint(new URL("https://a.example/x"))).not.toBe(fingerprint("https://a.example/x"));
+    expect(fingerprint(new URLSearchParams("a=1&b=2"))).not.toBe(fingerprint(new URLSearchParams("a=1&b=3")));
+    expect(fingerprint(/a/g)).not.toBe(fingerprint(/a/i));
+  });
+
+  it("refuses what it cannot compare by content, naming its type, rather than hashing its enumerable keys", () => {
+    class Money {
+      readonly #cents: number;
+      constructor(cents: number) {
+        this.#cents = cents;
+      }
+      get cents() {
+        return this.#cents;
+      }
+    }
+    expect(() => fingerprint({ price: new Money(100) })).toThrow(/Cannot fingerprint a Money by its content/);
+    expect(() => fingerprint(new ReadableStream())).toThrow(/ReadableStream/);
+    expect(() => fingerprint(new Error("x"))).toThrow(/Error/);
+    expect(() => fingerprint(Object.create(null))).not.toThrow();
   });
 });

@@ -10,7 +10,8 @@ export type {
 export { createIdempotencyEngine, IdempotencyEventType, IdempotencyMode } from "./engine.js";
 export type { IdempotencyErrorOptions } from "./errors.js";
 export { IdempotencyError, IdempotencyErrorCode, isIdempotencyError, isRetryableCode } from "./errors.js";
-export { canonicalJson, fingerprint } from "./fingerprint.js";
+export type { FingerprintOptions } from "./fingerprint.js";
+export { canonicalJson, fingerprint, fingerprintAsync } from "./fingerprint.js";
 export {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,

@@ -21,7 +21,11 @@ const schedule = new Uint32Array(64);
 
 /** SHA-256 of the UTF-8 encoding of `text`, as 64 lowercase hex characters. */
 export function sha256Hex(text: string): string {
-  const data = encoder.encode(text);
+  return sha256HexOfBytes(encoder.encode(text));
+}
+
+/** SHA-256 of `data`, as 64 lowercase hex characters. */
+export function sha256HexOfBytes(data: Uint8Array): string {
   // Message, a 1 bit, zeros, then the length in bits as a 64-bit big-endian number: a multiple of 64 bytes.
   const blocks = Math.ceil((data.length + 9) / 64);
   const message = new Uint8Array(blocks * 64);

@@ -137,7 +137,8 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   const mutateAsync = useCallback(
     (input: TDef["input"], callOptions?: MutateOptions<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>) => {
       if (inFlight.current) return inFlight.current;
-      const inputFingerprint = fingerprint(input);
+      // Files by name, size and date, not bytes: reading them would delay the click, and the server compares bytes.
+      const inputFingerprint = fingerprint(input, { blobs: "metadata" });
       const stored = store.read();
       const current =
         stored?.fingerprint === inputFingerprint ? stored : { key: newIdempotencyKey(), fingerprint: inputFingerprint };

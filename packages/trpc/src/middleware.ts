@@ -10,7 +10,7 @@
  */
 import {
   createIdempotencyEngine,
-  fingerprint,
+  fingerprintAsync,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
   IdempotencyError,
@@ -190,7 +190,7 @@ export function idempotency<
         inputRequested = true;
         return opts.getRawInput();
       };
-      const request = { scope, path, key, fingerprint: fingerprintOf(input.value) };
+      const request = { scope, path, key, fingerprint: await fingerprintOf(input.value) };
       const subKey = (name: string) => sha256Hex(JSON.stringify([scope, path, key, name])).slice(0, 40);
 
       const run = await engine.run(request, async ({ tx }) => {
@@ -243,11 +243,15 @@ function missingKey(path: string): never {
   );
 }
 
-/** The input's fingerprint; an input that cannot be compared (a function, a cycle) is refused, not run. */
-function fingerprintOf(rawInput: unknown): string {
+/**
+ * The input's fingerprint, files and binary data by their bytes; an input that cannot be compared by content (a
+ * class instance, a stream, a cycle) is refused, not run.
+ */
+async function fingerprintOf(rawInput: unknown): Promise<string> {
   try {
-    return fingerprint(rawInput);
+    return await fingerprintAsync(rawInput);
   } catch (cause) {
-    throw new TRPCError({ code: "BAD_REQUEST", message: "The input cannot be fingerprinted.", cause });
+    const reason = cause instanceof Error ? ` ${cause.message}` : "";
+    throw new TRPCError({ code: "BAD_REQUEST", message: `The input cannot be fingerprinted.${reason}`, cause });
   }
 }

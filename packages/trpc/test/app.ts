@@ -95,6 +95,12 @@ export function createApp({ db, mode = "atomic", leaseMs, ttlMs, now, store, hol
       }
       return { n: input.n };
     }),
+    upload: idempotent.input(z.instanceof(FormData)).mutation(async ({ input }) => {
+      count("upload");
+      const file = input.get("file");
+      if (!(file instanceof File)) throw new TRPCError({ code: "BAD_REQUEST", message: "No file." });
+      return { name: file.name, text: await file.text() };
+    }),
     noInput: idempotent.mutation(() => {
       count("noInput");
       return { at: new Date(0) };

@@ -288,6 +288,36 @@ describe("execution and replay (atomic mode)", () => {
   });
 });
 
+describe("inputs compared by content", () => {
+  async function upload(url: string, key: string, alice: string, bytes: string) {
+    const form = new FormData();
+    form.append("file", new File([bytes], "receipt.txt", { type: "text/plain" }));
+    const response = await fetch(`${url}/trpc/upload`, {
+      method: "POST",
+      headers: { "idempotency-key": key, "x-user": alice },
+      body: form,
+    });
+    return {
+      status: response.status,
+      replayed: response.headers.get("idempotent-replayed"),
+      text: await response.text(),
+    };
+  }
+
+  it("refuses another file under the same key (422) and replays the same file", async () => {
+    const app = await start();
+    const alice = user();
+    const key = globalThis.crypto.randomUUID();
+    const first = await upload(app.url, key, alice, "first receipt");
+    expect(first.status).toBe(200);
+    const other = await upload(app.url, key, alice, "another receipt");
+    expect(other.status).toBe(422);
+    const again = await upload(app.url, key, alice, "first receipt");
+    expect(again).toMatchObject({ status: 200, replayed: "true", text: first.text });
+    expect(app.executions.get("upload")).toBe(1);
+  });
+});
+
 describe("observers", () => {
   it("never change an outcome: with an onEvent that throws, first calls, replays, mismatches and 4xx answer as without", async () => {
     const error = vi.spyOn(console, "error").mockImplementation(() => {});
