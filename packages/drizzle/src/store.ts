@@ -68,23 +68,30 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   const waitSetting = `${Math.max(1, Math.round(waitMs))}ms`;
   const guard = bypassGuard(db);
 
-  /** `afterReplace` runs once a replacing update succeeded, before the claim is reported. */
+  /**
+   * `afterLateClaim` runs when the claim was won by any statement but the first one sent (a replacing update, or
+   * an insert on a later attempt), before the claim is reported: atomic mode sets its savepoint again there, so
+   * that undoing the procedure's writes can never undo the claim itself.
+   */
   async function claimWith(
     executor: Executor,
     request: ClaimRequest,
-    afterReplace?: () => PromiseLike<unknown>,
+    afterLateClaim?: () => PromiseLike<unknown>,
   ): Promise<ClaimResult> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const [row] = await run(executor, CLAIM, claimParams(request, waitSetting));
-      if (row?.claimed_fence != null) return { status: "claimed", fence: Number(row.claimed_fence), takeover: false };
+      if (row?.claimed_fence != null) {
+        if (attempt > 0) await afterLateClaim?.();
+        return { status: "claimed", fence: Number(row.claimed_fence), takeover: false };
+      }
       // The statement's snapshot predates a row committed while it waited: read again with a fresh one.
       const record = row?.state != null ? toRecord(row) : await getWith(executor, request.id);
       if (!record) continue;
       const replaced = replacement(record, request);
       if (!replaced) return { status: "exists", record };
-      const [updated] = await run(executor, REPLACE, [...claimParams(request), record.fence]);
-      if (updated) {
-        await afterReplace?.();
+      const [updated] = await run(executor, REPLACE, [...claimParams(request, waitSetting), record.fence]);
+      if (updated?.fence != null) {
+        await afterLateClaim?.();
         return { status: "claimed", fence: Number(updated.fence), takeover: replaced.takeover };
       }
     }
@@ -122,7 +129,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
             guard?.name(request.id.path);
             const claimed = claimWith(tx, request, () => tx.execute(sql`savepoint ${SAVEPOINT}`));
             // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
-            // trip of its own; a claim that replaces an expired row instead sets a new one after its update.
+            // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it.
             const savepoint = dispatch(tx.execute(sql`savepoint ${SAVEPOINT}`));
             let outcome: ClaimResult;
             try {
@@ -216,15 +223,25 @@ const GET: Statement = {
   text: `select ${RECORD_COLUMNS} from idempotency_keys where ${KEY_MATCH}`,
 };
 
-/** $4 fingerprint, $5 lease end, $6 expiry, $7 the fence the caller saw: replaced only if nobody else did first. */
+/**
+ * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout, $8 the fence the caller saw: replaced only if nobody
+ * else did first (one row back either way; `fence` null when not replaced). Like the claim, it bounds its wait for a row that another transaction holds (one that replaced
+ * it first and runs its procedure) by lock_timeout, set for this statement only.
+ */
 const REPLACE: Statement = {
   name: "idemkit_replace",
-  text: `update idempotency_keys
-    set fingerprint = $4::text, state = 'in_progress', fence = fence + 1,
-        lease_expires_at = to_timestamp($5::float8 / 1000), expires_at = to_timestamp($6::float8 / 1000),
-        response_status = null, response_body = null, created_at = now()
-    where ${KEY_MATCH} and fence = $7::int
-    returning fence`,
+  text: `with previous as materialized (
+      select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)
+    ), replaced as (
+      update idempotency_keys
+      set fingerprint = $4::text, state = 'in_progress', fence = fence + 1,
+          lease_expires_at = to_timestamp($5::float8 / 1000), expires_at = to_timestamp($6::float8 / 1000),
+          response_status = null, response_body = null, created_at = now()
+      where ${KEY_MATCH} and fence = $8::int and exists (select 1 from previous)
+      returning fence
+    )
+    select replaced.fence, set_config('lock_timeout', previous.lock_timeout, true) as restored
+    from previous left join replaced on true`,
 };
 
 /** $4 expiry, $5 status, $6 body, $7 fence. */

@@ -9,6 +9,7 @@ import { sql } from "drizzle-orm";
 import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import pg from "pg";
+import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { drizzleStore, type TransactionOf } from "../src/index.js";
 
@@ -158,6 +159,75 @@ describe.each([
     expect(await engine.run(request, work)).toEqual({ replayed: true, response: { status: 200, body: '"done"' } });
     expect(runs).toBe(1);
     expect(await query("select * from notes where key = $1", [key])).toHaveLength(1);
+  });
+});
+
+describe("a claim that replaces an expired record", () => {
+  /** A completed record for `key` whose TTL ended a minute ago. */
+  async function expired(store: ReturnType<typeof drizzleStore>, key: string) {
+    const past = Date.now() - 120_000;
+    const claimed = await store.claim(claimFor(key, past));
+    if (claimed.status !== "claimed") throw new Error("setup: the key was taken");
+    await store.complete(claimFor(key).id, claimed.fence, { status: 200, body: "{}" }, past + 60_000);
+  }
+
+  /** Rows of the server's database that wait for a lock. */
+  async function waitingOnLocks(): Promise<number> {
+    const [row] = await server.query<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+    );
+    return row?.n ?? 0;
+  }
+
+  it("is answered busy after waitMs while another transaction holds the record, not after that transaction", async () => {
+    const store = drizzleStore({ db: server.db, waitMs: 300 });
+    const key = globalThis.crypto.randomUUID();
+    await expired(store, key);
+    const locker = postgres(server.url, { max: 1, onnotice: () => {} });
+    try {
+      await locker.begin(async (holding) => {
+        await holding`select 1 from idempotency_keys where key = ${key} for update`;
+        // A busy claim leaves the transaction aborted: the caller must roll it back, here by throwing.
+        const outcome = await store.atomic
+          .transaction(async (session) => {
+            throw await session.claim(claimFor(key));
+          })
+          .catch((thrown: unknown) => thrown);
+        expect(outcome).toEqual({ status: "busy" });
+      });
+    } finally {
+      await locker.end();
+    }
+  });
+
+  it("keeps its claim when a 4xx undoes the procedure's writes, though it was won by a later insert", async () => {
+    const store = drizzleStore({ db: server.db });
+    const key = globalThis.crypto.randomUUID();
+    await expired(store, key);
+    const locker = postgres(server.url, { max: 1, onnotice: () => {} });
+    try {
+      const holding = await locker.reserve();
+      await holding`begin`;
+      await holding`select 1 from idempotency_keys where key = ${key} for update`;
+      const outcome = store.atomic.transaction(async (session) => {
+        const claimed = await session.claim(claimFor(key));
+        await session.tx.execute(sql`insert into notes (key) values (${key})`);
+        await session.complete(claimFor(key).id, { status: 404, body: '{"error":"gone"}' }, Date.now() + 60_000, {
+          undoEffects: true,
+        });
+        return claimed;
+      });
+      // The replacing update waits for the held row; the row is deleted under it, so the claim's next attempt inserts.
+      await vi.waitFor(async () => expect(await waitingOnLocks()).toBe(1));
+      await holding`delete from idempotency_keys where key = ${key}`;
+      await holding`commit`;
+      holding.release();
+      expect(await outcome).toEqual({ status: "claimed", fence: 1, takeover: false });
+    } finally {
+      await locker.end();
+    }
+    expect(await store.get(claimFor(key).id)).toMatchObject({ state: "completed", response: { status: 404 } });
+    expect(rowsOf(await server.db.execute(sql`select count(*)::int as n from notes where key = ${key}`))[0]?.n).toBe(0);
   });
 });
 
