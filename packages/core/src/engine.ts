@@ -222,6 +222,7 @@ export function createIdempotencyEngine<Tx>({
       throw new IdempotencyError(
         IdempotencyErrorCode.LEASE_LOST,
         "This request ran past its lease and another took over; its result was discarded. Retry to get the stored one.",
+        { retryAfterMs: 0 },
       );
     }
     remember(request, fence, response, expiresAt);

@@ -19,12 +19,13 @@ export {
   parseIdempotencyKey,
 } from "./key.js";
 export { memoryStore } from "./memory-store.js";
+export type { AnswerSeen } from "./outcome.js";
+export { isRetryableAnswer, isStoredStatus } from "./outcome.js";
 export type { RetryPolicy, RetryState } from "./retry.js";
 export {
   abortableDelay,
   backoffDelayMs,
   DEFAULT_RETRY_POLICY,
-  isRetryableStatus,
   newIdempotencyKey,
   nextRetryDelayMs,
   parseRetryAfterMs,

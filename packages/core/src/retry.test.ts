@@ -3,7 +3,6 @@ import {
   abortableDelay,
   backoffDelayMs,
   DEFAULT_RETRY_POLICY,
-  isRetryableStatus,
   newIdempotencyKey,
   nextRetryDelayMs,
   parseRetryAfterMs,
@@ -102,13 +101,6 @@ describe("nextRetryDelayMs", () => {
       maxElapsedMs: 60_000,
     });
     expect(Object.isFrozen(DEFAULT_RETRY_POLICY)).toBe(true);
-  });
-});
-
-describe("isRetryableStatus", () => {
-  it("retries network failures, 409, 429 and 5xx, and nothing else", () => {
-    expect([undefined, 409, 429, 500, 502, 503, 504].every(isRetryableStatus)).toBe(true);
-    expect([400, 401, 403, 404, 408, 413, 422].some(isRetryableStatus)).toBe(false);
   });
 });
 

@@ -89,14 +89,6 @@ export function nextRetryDelayMs(
 }
 
 /**
- * Whether an HTTP status is worth retrying with the same key: no response at all (`undefined`, a network
- * failure), 409 (the first request is still running), 429, and 5xx. Every other 4xx would fail the same way.
- */
-export function isRetryableStatus(status: number | undefined): boolean {
-  return status === undefined || status === 409 || status === 429 || status >= 500;
-}
-
-/**
  * Resolves after `ms`, or rejects with the signal's reason as soon as it aborts, clearing the timer: a retry
  * wait must never outlive the operation it belongs to.
  */

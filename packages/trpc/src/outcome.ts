@@ -1,22 +1,11 @@
 /**
  * Which errors of a protected procedure are stored and replayed to every retry, and which release the key so a
- * retry runs the procedure again. A client error is the request's own fault and would fail again, so it is kept;
- * a server error, a transient refusal, or an input that never reached the procedure is not.
+ * retry runs the procedure again: core's one classification by status (`isStoredStatus`), and two cases only the
+ * middleware can see, an input that never reached the procedure and an input that could not be read.
  */
-import { StandardSchemaV1Error, type TRPC_ERROR_CODE_KEY, type TRPCError } from "@trpc/server";
+import { isStoredStatus } from "@idemkit/core";
+import { StandardSchemaV1Error, type TRPCError } from "@trpc/server";
 import { getHTTPStatusCodeFromError } from "@trpc/server/http";
-
-/**
- * 4xx answers that mean "try again later" rather than "this request is wrong": storing them would replay a
- * transient refusal for the whole TTL.
- */
-const TRANSIENT_CLIENT_ERRORS = new Set<TRPC_ERROR_CODE_KEY>([
-  "TIMEOUT",
-  "CONFLICT",
-  "TOO_MANY_REQUESTS",
-  "CLIENT_CLOSED_REQUEST",
-  "PRECONDITION_FAILED",
-]);
 
 export interface StorablePolicy {
   /** False when the input could not be read, so the failure may be the body's transport, not the request. */
@@ -31,10 +20,7 @@ export function storableStatus(
   { inputUsable, storeServerErrors }: StorablePolicy,
 ): number | undefined {
   const status = getHTTPStatusCodeFromError(error);
-  const storable =
-    inputUsable &&
-    ((status < 500 && !TRANSIENT_CLIENT_ERRORS.has(error.code) && !isInputValidationError(error)) ||
-      (status >= 500 && storeServerErrors));
+  const storable = inputUsable && !isInputValidationError(error) && isStoredStatus(status, { storeServerErrors });
   return storable ? status : undefined;
 }
 

@@ -34,13 +34,25 @@ export interface AppOptions {
   now?: () => number;
   /** Overrides the store (a dead one, or the memory store). */
   store?: IdempotencyStore<unknown>;
+  /** Store 5xx answers too (the middleware's `storeServerErrors`). */
+  storeServerErrors?: boolean;
   /** Called with every event after the app has recorded it (a test's observer, which may throw). */
   observe?: (event: IdempotencyEvent) => void;
   /** Awaited inside placeOrder after its insert, before it returns: lets a test hold a request mid-flight. */
   hold?: (key: string) => Promise<void>;
 }
 
-export function createApp({ db, mode = "atomic", leaseMs, ttlMs, now, store, hold, observe }: AppOptions) {
+export function createApp({
+  db,
+  mode = "atomic",
+  leaseMs,
+  ttlMs,
+  now,
+  store,
+  hold,
+  observe,
+  storeServerErrors,
+}: AppOptions) {
   const events: IdempotencyEvent[] = [];
   const executions = new Map<string, number>();
   const count = (name: string) => executions.set(name, (executions.get(name) ?? 0) + 1);
@@ -60,6 +72,7 @@ export function createApp({ db, mode = "atomic", leaseMs, ttlMs, now, store, hol
       ...(leaseMs !== undefined && { leaseMs }),
       ...(ttlMs !== undefined && { ttlMs }),
       ...(now !== undefined && { now }),
+      ...(storeServerErrors !== undefined && { storeServerErrors }),
       onEvent: (event) => {
         events.push(event);
         observe?.(event);
@@ -93,6 +106,15 @@ export function createApp({ db, mode = "atomic", leaseMs, ttlMs, now, store, hol
       if ((executions.get("flaky") ?? 0) === 1) {
         throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: "first call fails" });
       }
+      return { n: input.n };
+    }),
+    conflicting: idempotent.input(z.object({ n: z.number() })).mutation(() => {
+      count("conflicting");
+      throw new TRPCError({ code: "CONFLICT", message: "That name is taken." });
+    }),
+    timeoutOnce: idempotent.input(z.object({ n: z.number() })).mutation(({ input }) => {
+      count("timeoutOnce");
+      if (executions.get("timeoutOnce") === 1) throw new TRPCError({ code: "TIMEOUT", message: "upstream was slow" });
       return { n: input.n };
     }),
     upload: idempotent.input(z.instanceof(FormData)).mutation(async ({ input }) => {

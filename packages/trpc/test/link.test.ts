@@ -282,6 +282,37 @@ describe("terminal answers are not retried", () => {
   });
 });
 
+describe("one classification with the server", () => {
+  it("does not retry the procedure's own 409: it would run again to the same conflict", async () => {
+    const { client, proxy, executions } = await start();
+    const error = await client.conflicting.mutate({ n: 1 }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ data: { httpStatus: 409 } });
+    expect(isRetryableError(error)).toBe(false);
+    expect(keysOf(proxy)).toHaveLength(1);
+    expect(executions.get("conflicting")).toBe(1);
+  });
+
+  it("retries a 408 the server released, and the retry runs", async () => {
+    const { client, proxy, executions } = await start();
+    expect(await client.timeoutOnce.mutate({ n: 7 })).toEqual({ n: 7 });
+    expect(keysOf(proxy)).toHaveLength(2);
+    expect(new Set(keysOf(proxy)).size).toBe(1);
+    expect(executions.get("timeoutOnce")).toBe(2);
+  });
+
+  it("gives up on a replayed answer, even a 500 the server stored: it can never change", async () => {
+    const { client, proxy, executions, server, user } = await start({ storeServerErrors: true });
+    const key = globalThis.crypto.randomUUID();
+    expect((await mutate(server.url, "flaky", { n: 1 }, { key, user })).status).toBe(500);
+    const { progress, context } = recorder(key);
+    const error = await client.flaky.mutate({ n: 1 }, { context }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ data: { httpStatus: 500 } });
+    expect(progress.map((event) => event.type)).toEqual(["request", "failure"]);
+    expect(keysOf(proxy)).toHaveLength(1);
+    expect(executions.get("flaky")).toBe(1);
+  });
+});
+
 describe("without a data transformer", () => {
   it("keys, retries and replays a router that has none", async () => {
     let runs = 0;

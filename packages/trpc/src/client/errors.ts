@@ -2,7 +2,7 @@
  * How the client reads a failed mutation: retry with the same key, or give up. The answer comes from the error's
  * `data.idempotency` (set by the server's `idempotencyErrorData`) or the HTTP status, never from its message.
  */
-import { isRetryableStatus } from "@idemkit/core";
+import { IDEMPOTENT_REPLAYED_HEADER, isRetryableAnswer } from "@idemkit/core";
 import type { TRPCClientError } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import type { IdempotencyErrorData } from "../errors.js";
@@ -35,13 +35,17 @@ export function statusOf(error: unknown): number | undefined {
 /**
  * True when sending the same mutation again with the same key can succeed (the server was unreachable, busy,
  * or still running the first request); false when it would fail the same way (a 400, a 422 for a key reused
- * with another input, a stored 4xx). Errors that are not tRPC client errors (a bug in the caller) are terminal.
+ * with another input, the procedure's own conflict, any replayed answer). Core's one classification
+ * (`isRetryableAnswer`) decides, from the server's own verdict in `data.idempotency` when the app's formatter
+ * adds it, else from the response. Errors that are not tRPC client errors (a bug in the caller) are terminal.
  */
 export function isRetryableError(error: unknown): boolean {
   if (!isClientError(error)) return false;
+  const headers = responseOf(error)?.headers;
+  const replayed = headers?.get(IDEMPOTENT_REPLAYED_HEADER) === "true";
   const verdict = idempotencyDataOf(error)?.retryable;
-  if (typeof verdict === "boolean") return verdict;
-  return isRetryableStatus(statusOf(error));
+  if (typeof verdict === "boolean" && !replayed) return verdict;
+  return isRetryableAnswer({ status: statusOf(error), retryAfter: headers?.get("retry-after") != null, replayed });
 }
 
 /** `instanceof` fails when the app and idemkit load two copies of @trpc/client; the name survives that. */
