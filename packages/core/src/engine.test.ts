@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createIdempotencyEngine, type IdempotencyEvent, type Settlement } from "./engine.js";
 import { IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
 import { memoryStore } from "./memory-store.js";
@@ -144,5 +144,98 @@ describe("the engine in lease mode", () => {
 
   it("refuses atomic mode on a store without transactions", () => {
     expect(() => createIdempotencyEngine({ store: memoryStore(), mode: "atomic" })).toThrow(/lease/);
+  });
+});
+
+describe("the engine keeping a running lease", () => {
+  const T0 = Date.UTC(2026, 0, 1);
+  beforeEach(() => {
+    vi.useFakeTimers({ now: T0 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  function engineOver(store: IdempotencyStore, options: { maxHoldMs?: number } = {}) {
+    const events: IdempotencyEvent[] = [];
+    const engine = createIdempotencyEngine({
+      store,
+      leaseMs: 1_000,
+      replayCacheSize: 0,
+      now: Date.now,
+      onEvent: (event) => events.push(event),
+      ...options,
+    });
+    return { engine, types: () => events.map((event) => event.type) };
+  }
+
+  /** A run whose work waits for `finish()`, recording the signal it was given. */
+  function slowRun(engine: ReturnType<typeof engineOver>["engine"]) {
+    let finish!: () => void;
+    let signal!: AbortSignal;
+    const done = engine.run(request, ({ signal: given }) => {
+      signal = given;
+      return new Promise<Settlement<string>>((resolve) => {
+        finish = () => resolve({ value: "slow", response: { status: 200, body: '"slow"' } });
+      });
+    });
+    return { done, finish: () => finish(), signal: () => signal };
+  }
+
+  it("renews the lease of a call slower than leaseMs: a duplicate meanwhile is a conflict, never a takeover", async () => {
+    const { engine, types } = engineOver(memoryStore());
+    const first = slowRun(engine);
+    await vi.advanceTimersByTimeAsync(3_500);
+    expect(await codeOf(engine.run(request, ok('"again"')))).toBe("IN_PROGRESS");
+    expect(first.signal().aborted).toBe(false);
+    first.finish();
+    expect(await first.done).toEqual({ replayed: false, value: "slow" });
+    expect(await engine.run(request, ok('"again"'))).toMatchObject({ replayed: true });
+    expect(types()).toEqual(["conflict", "executed", "replayed"]);
+  });
+
+  it("lets a hung call go after maxHoldMs: its signal aborts when the lease runs out, and a retry takes over", async () => {
+    const { engine, types } = engineOver(memoryStore(), { maxHoldMs: 2_000 });
+    const hung = slowRun(engine);
+    await vi.advanceTimersByTimeAsync(1_999);
+    expect(hung.signal().aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(hung.signal().aborted).toBe(true);
+    expect(await engine.run(request, ok('"retry"'))).toEqual({ replayed: false, value: '"retry"' });
+    hung.finish();
+    expect(await codeOf(hung.done)).toBe("LEASE_LOST");
+    expect(types()).toEqual(["takeover", "executed", "lease_lost"]);
+  });
+
+  it("aborts the signal as soon as a renewal finds the key taken over", async () => {
+    const { engine } = engineOver({ ...memoryStore(), renew: async () => false });
+    const run = slowRun(engine);
+    await vi.advanceTimersByTimeAsync(400);
+    expect(run.signal().aborted).toBe(true);
+    expect(String(run.signal().reason)).toMatch(/another request took the key over/);
+    run.finish();
+    await run.done;
+  });
+
+  it("tries again to store a result the store failed to take, and never answers 'not run' for work that ran", async () => {
+    for (const failures of [2, 3]) {
+      const store = memoryStore();
+      let failed = 0;
+      const flaky: IdempotencyStore = {
+        ...store,
+        complete: (...args) =>
+          failed++ < failures ? Promise.reject(new Error("connection reset")) : store.complete(...args),
+      };
+      const { engine, types } = engineOver(flaky);
+      const outcome = codeOf(engine.run({ ...request, key: `k-${failures}` }, ok('"paid"')));
+      await vi.advanceTimersByTimeAsync(1_000);
+      if (failures === 2) {
+        expect(await outcome).toBeUndefined();
+        expect(types()).toEqual(["executed"]);
+      } else {
+        expect(await outcome).toBe("RESULT_NOT_STORED");
+        expect(types()).toEqual(["result_not_stored"]);
+      }
+    }
   });
 });

@@ -13,6 +13,8 @@
  * cache costs no database round trip.
  */
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
+import { keepLease } from "./lease-keeper.js";
+import { abortableDelay } from "./retry.js";
 import type { ClaimRequest, ClaimResult, IdempotencyStore, RecordId, StoredRecord, StoredResponse } from "./store.js";
 import { RecordState } from "./store.js";
 
@@ -32,6 +34,8 @@ export const IdempotencyEventType = {
   RELEASED: "released",
   /** This request's lease was taken over while it ran; its result was discarded. */
   LEASE_LOST: "lease_lost",
+  /** Lease mode: the request ran, but storing its result kept failing; answered RESULT_NOT_STORED. */
+  RESULT_NOT_STORED: "result_not_stored",
   /** The store failed; the request was refused with STORE_UNAVAILABLE and did not run. */
   STORE_ERROR: "store_error",
 } as const;
@@ -67,6 +71,11 @@ export interface IdempotencyEngineOptions<Tx> {
    * lease. Default 1 s.
    */
   busyRetryAfterMs?: number;
+  /**
+   * Lease mode: the longest a running request keeps its key by renewing its lease, in ms. A call still running
+   * then is let go like a crashed one: its lease runs out and a retry may take over. Default 15 minutes.
+   */
+  maxHoldMs?: number;
   /** Completed records kept in memory for cheap replays. 0 turns the cache off. Default 10,000. */
   replayCacheSize?: number;
   /** The clock, in ms since the epoch. Injected so tests can move time; stores never read their own. */
@@ -84,6 +93,11 @@ export interface IdempotentRequest extends RecordId {
 export interface Execution<Tx> {
   /** Atomic mode: the transaction to write with. Lease mode: undefined. */
   tx: Tx | undefined;
+  /**
+   * Lease mode: aborts when the request's lease is lost (taken over, or held past `maxHoldMs`), after which its
+   * result can no longer be stored. Atomic mode: never aborts (the transaction holds the key).
+   */
+  signal: AbortSignal;
 }
 
 /**
@@ -99,6 +113,9 @@ export interface Settlement<T> {
 export type RunResult<T> = { replayed: false; value: T } | { replayed: true; response: StoredResponse };
 
 const HOUR_MS = 3_600_000;
+/** Waits between attempts to store a lease-mode result after the store failed: short, the client is waiting. */
+const COMPLETION_RETRY_DELAYS_MS = [100, 400];
+const NEVER_ABORTED = new AbortController().signal;
 
 /** Builds the engine once per protected endpoint; `run` is called per request. */
 export function createIdempotencyEngine<Tx>({
@@ -106,6 +123,7 @@ export function createIdempotencyEngine<Tx>({
   mode = store.atomic ? IdempotencyMode.ATOMIC : IdempotencyMode.LEASE,
   ttlMs = 24 * HOUR_MS,
   leaseMs = 60_000,
+  maxHoldMs = 15 * 60_000,
   busyRetryAfterMs = 1_000,
   replayCacheSize = 10_000,
   now = Date.now,
@@ -198,12 +216,16 @@ export function createIdempotencyEngine<Tx>({
     const { fence } = claimed;
     if (claimed.takeover) emit(IdempotencyEventType.TAKEOVER, request);
 
+    const { leaseExpiresAt } = claim;
+    const lease = keepLease({ store, id: claim.id, fence, leaseMs, leaseExpiresAt, maxHoldMs, now });
     let settlement: Settlement<T>;
     try {
-      settlement = await execute({ tx: undefined });
+      settlement = await execute({ tx: undefined, signal: lease.signal });
     } catch (error) {
       await releaseQuietly(request, fence, error);
       throw error;
+    } finally {
+      lease.stop();
     }
     const { response } = settlement;
     if (response === undefined) {
@@ -213,9 +235,15 @@ export function createIdempotencyEngine<Tx>({
     const expiresAt = now() + ttlMs;
     let stored: boolean;
     try {
-      stored = await store.complete(claim.id, fence, response, expiresAt);
+      stored = await completeSoon(claim.id, fence, response, expiresAt);
     } catch (error) {
-      throw storeFailure(request, error);
+      // The work ran: answering "not run, retry" (STORE_UNAVAILABLE) would be a lie.
+      emit(IdempotencyEventType.RESULT_NOT_STORED, request, { error });
+      throw new IdempotencyError(
+        IdempotencyErrorCode.RESULT_NOT_STORED,
+        "The request ran, but its result could not be stored; a retry runs it again once its lease ends.",
+        { cause: error, retryAfterMs: busyRetryAfterMs },
+      );
     }
     if (!stored) {
       emit(IdempotencyEventType.LEASE_LOST, request);
@@ -228,6 +256,18 @@ export function createIdempotencyEngine<Tx>({
     remember(request, fence, response, expiresAt);
     emit(IdempotencyEventType.EXECUTED, request);
     return { replayed: false, value: settlement.value };
+  }
+
+  /** Stores a lease-mode result, trying again shortly when the store fails: the work already ran. */
+  async function completeSoon(id: RecordId, fence: number, response: StoredResponse, expiresAt: number) {
+    for (const delayMs of COMPLETION_RETRY_DELAYS_MS) {
+      try {
+        return await store.complete(id, fence, response, expiresAt);
+      } catch {
+        await abortableDelay(delayMs);
+      }
+    }
+    return store.complete(id, fence, response, expiresAt);
   }
 
   function remember(request: IdempotentRequest, fence: number, response: StoredResponse, expiresAt: number): void {
@@ -262,7 +302,7 @@ export function createIdempotencyEngine<Tx>({
         if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now, report);
         let settlement: Settlement<T>;
         try {
-          settlement = await execute({ tx: session.tx });
+          settlement = await execute({ tx: session.tx, signal: NEVER_ABORTED });
         } catch (error) {
           throw new WorkFailed(error);
         }

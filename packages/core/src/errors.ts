@@ -20,6 +20,11 @@ export const IdempotencyErrorCode = {
   STORE_UNAVAILABLE: "STORE_UNAVAILABLE",
   /** This worker's lease was taken over while it ran; its result was discarded. Retryable: the retry replays. */
   LEASE_LOST: "LEASE_LOST",
+  /**
+   * Lease mode: the call ran, but its result could not be stored. Retryable: once its lease ends a retry runs it
+   * again, so pass `ctx.idempotency.subKey(...)` to whatever it calls downstream.
+   */
+  RESULT_NOT_STORED: "RESULT_NOT_STORED",
 } as const;
 
 export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof IdempotencyErrorCode];
@@ -28,6 +33,7 @@ const RETRYABLE: ReadonlySet<IdempotencyErrorCode> = new Set([
   IdempotencyErrorCode.IN_PROGRESS,
   IdempotencyErrorCode.STORE_UNAVAILABLE,
   IdempotencyErrorCode.LEASE_LOST,
+  IdempotencyErrorCode.RESULT_NOT_STORED,
 ]);
 
 /** Whether a client may resend the same request with the same key after this code. */

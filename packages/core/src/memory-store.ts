@@ -44,6 +44,13 @@ export function memoryStore(): IdempotencyStore {
       return records.delete(name);
     },
 
+    async renew(id: RecordId, fence: number, leaseExpiresAt: number): Promise<boolean> {
+      const existing = records.get(nameOf(id));
+      if (existing?.state !== RecordState.IN_PROGRESS || existing.fence !== fence) return false;
+      existing.leaseExpiresAt = leaseExpiresAt;
+      return true;
+    },
+
     async get(id: RecordId): Promise<StoredRecord | undefined> {
       const existing = records.get(nameOf(id));
       return existing && { ...existing };

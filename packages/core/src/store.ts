@@ -6,7 +6,7 @@
  * A record's life, for one (scope, path, key):
  *
  *   absent ──claim──▶ in_progress(fence=n, lease until T) ──complete(n)──▶ completed(response) ──TTL──▶ absent
- *                        │   ▲                                                 (replayed until it expires)
+ *                        │   ▲  └─renew(n): T moves on while the call runs      (replayed until it expires)
  *                release(n)  └─ claim after T with the same fingerprint: takeover, fence=n+1
  *                        ▼
  *                      absent
@@ -95,6 +95,11 @@ export interface IdempotencyStore<Tx = never> {
   complete(id: RecordId, fence: number, response: StoredResponse, expiresAt: number): Promise<boolean>;
   /** Deletes an in-progress record that still carries `fence`, so the next retry runs. False if it did not. */
   release(id: RecordId, fence: number): Promise<boolean>;
+  /**
+   * Moves the lease of an in-progress record that still carries `fence` to end at `leaseExpiresAt`, so a call
+   * that is still running is not taken over. False when the record no longer carries it (taken over, or gone).
+   */
+  renew(id: RecordId, fence: number, leaseExpiresAt: number): Promise<boolean>;
   /** The record as it stands, expired or not; the engine applies the TTL. */
   get(id: RecordId): Promise<StoredRecord | undefined>;
   /**

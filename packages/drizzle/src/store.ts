@@ -167,6 +167,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       const deleted = await run(db, RELEASE, [...keyOf(id), fence]);
       return deleted.length === 1;
     },
+    async renew(id, fence, leaseExpiresAt) {
+      const renewed = await run(db, RENEW, [...keyOf(id), fence, leaseExpiresAt]);
+      return renewed.length === 1;
+    },
     get: (id) => getWith(db, id),
     async purgeExpired({ now, batchSize = 1_000 }) {
       let total = 0;
@@ -258,6 +262,13 @@ const COMPLETE: Statement = {
 const RELEASE: Statement = {
   name: "idemkit_release",
   text: `delete from idempotency_keys where ${KEY_MATCH} and fence = $4::int and state = 'in_progress' returning 1 as done`,
+};
+
+/** $4 fence, $5 the new lease end. */
+const RENEW: Statement = {
+  name: "idemkit_renew",
+  text: `update idempotency_keys set lease_expires_at = to_timestamp($5::float8 / 1000)
+    where ${KEY_MATCH} and fence = $4::int and state = 'in_progress' returning 1 as done`,
 };
 
 /** $1 now, $2 batch size. SKIP LOCKED: purge never waits on (or blocks) a request that holds a row. */

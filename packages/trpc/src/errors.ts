@@ -14,6 +14,7 @@ const TRPC_CODE: Record<IdempotencyErrorCode, TRPC_ERROR_CODE_KEY> = {
   [IdempotencyErrorCode.IN_PROGRESS]: "CONFLICT",
   [IdempotencyErrorCode.LEASE_LOST]: "CONFLICT",
   [IdempotencyErrorCode.STORE_UNAVAILABLE]: "SERVICE_UNAVAILABLE",
+  [IdempotencyErrorCode.RESULT_NOT_STORED]: "INTERNAL_SERVER_ERROR",
 };
 
 /** Converts an idemkit refusal to the TRPCError the client sees, and sets `Retry-After` where it applies. */

@@ -44,6 +44,12 @@ export interface IdempotencyContext<Tx> {
    */
   tx: Tx;
   /**
+   * Lease mode: aborts when this call's lease is lost (another request took the key over, or the call held it
+   * past `maxHoldMs`); its result can then no longer be stored, so stop what is still to do. Atomic mode: never
+   * aborts.
+   */
+  signal: AbortSignal;
+  /**
    * A stable key for a downstream call (a payment provider, another service), derived from this call's scope,
    * procedure and key: every retry of this call derives the same one, so the downstream call is idempotent
    * too. `name` tells several downstream calls of one procedure apart.
@@ -81,8 +87,13 @@ export interface IdempotencyOptions<
   transformer?: IdempotencyTransformer;
   /** How long results are replayed, in ms. Default 24 hours. */
   ttlMs?: number;
-  /** Lease mode: how long a claim protects a running call, in ms. Default 60 seconds. */
+  /**
+   * Lease mode: how long a claim protects a call, in ms. A running call renews it every third of that; only a
+   * crashed (or hung) call lets it run out, and a retry then takes over. Default 60 seconds.
+   */
   leaseMs?: number;
+  /** Lease mode: the longest a running call keeps its key by renewing its lease, in ms. Default 15 minutes. */
+  maxHoldMs?: number;
   /** Completed results cached in memory for cheap replays; 0 turns it off. Default 10,000. */
   replayCacheSize?: number;
   /**
@@ -193,8 +204,8 @@ export function idempotency<
       const request = { scope, path, key, fingerprint: await fingerprintOf(input.value) };
       const subKey = (name: string) => sha256Hex(JSON.stringify([scope, path, key, name])).slice(0, 40);
 
-      const run = await engine.run(request, async ({ tx }) => {
-        const idempotencyContext: IdempotencyContext<Tx> = { key, scope, tx: tx as Tx, subKey };
+      const run = await engine.run(request, async ({ tx, signal }) => {
+        const idempotencyContext: IdempotencyContext<Tx> = { key, scope, tx: tx as Tx, signal, subKey };
         const overrides = { idempotency: idempotencyContext, ...(dbKey !== undefined && { [dbKey]: tx }) };
         const result = await next({ ctx: overrides as Overrides, getRawInput });
         return settle(result, input.readable || !inputRequested);

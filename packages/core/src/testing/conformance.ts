@@ -101,6 +101,34 @@ export function describeStoreConformance(name: string, subject: () => Promise<Co
       expect(await store.get(id)).toMatchObject({ state: "completed", response: RESPONSE });
     });
 
+    it("renews a running lease under its fence, so no claim takes it over while it lasts", async () => {
+      const store = await open();
+      const id = freshId();
+      await store.claim(claimAt(id, T0));
+      expect(await store.renew(id, 1, T0 + 3 * LEASE_MS)).toBe(true);
+      const meanwhile = await store.claim(claimAt(id, T0 + 2 * LEASE_MS));
+      expect(meanwhile).toMatchObject({ status: "exists", record: { state: "in_progress", fence: 1 } });
+      expect(
+        meanwhile.status === "exists" && meanwhile.record.state === "in_progress" && meanwhile.record.leaseExpiresAt,
+      ).toBe(T0 + 3 * LEASE_MS);
+      expect(await store.claim(claimAt(id, T0 + 3 * LEASE_MS))).toEqual({
+        status: "claimed",
+        fence: 2,
+        takeover: true,
+      });
+    });
+
+    it("refuses to renew under a fence it does not hold, or a completed record", async () => {
+      const store = await open();
+      const id = freshId();
+      await store.claim(claimAt(id, T0));
+      expect(await store.renew(id, 2, T0 + 2 * LEASE_MS)).toBe(false);
+      expect(await store.renew(freshId(), 1, T0 + 2 * LEASE_MS)).toBe(false);
+      await store.complete(id, 1, RESPONSE, T0 + TTL_MS);
+      expect(await store.renew(id, 1, T0 + 2 * LEASE_MS)).toBe(false);
+      expect(await store.get(id)).toMatchObject({ state: "completed" });
+    });
+
     it("lets the next claim run after a release", async () => {
       const store = await open();
       const id = freshId();
