@@ -12,7 +12,7 @@
  * Completed records never change until they expire, so they are cached in process: a replay that hits the
  * cache costs no database round trip.
  */
-import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
+import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError, isProcedureTransactionError } from "./errors.js";
 import { keepLease } from "./lease-keeper.js";
 import { abortableDelay } from "./retry.js";
 import type { ClaimRequest, ClaimResult, IdempotencyStore, RecordId, StoredRecord, StoredResponse } from "./store.js";
@@ -327,6 +327,10 @@ export function createIdempotencyEngine<Tx>({
       if (error instanceof WorkFailed) {
         emit(IdempotencyEventType.RELEASED, request, { error: error.error });
         throw error.error;
+      }
+      if (isProcedureTransactionError(error)) {
+        emit(IdempotencyEventType.RELEASED, request, { error });
+        throw error;
       }
       if (isIdempotencyError(error)) throw error;
       throw storeFailure(request, error);

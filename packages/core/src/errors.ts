@@ -74,3 +74,29 @@ export class IdempotencyError extends Error {
 export function isIdempotencyError(value: unknown): value is IdempotencyError {
   return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
 }
+
+const PROCEDURE_BRAND = Symbol.for("idemkit.ProcedureTransactionError");
+
+/**
+ * The procedure's own failure, reported by a store in atomic mode: one of its statements failed, it caught the
+ * error and went on, but PostgreSQL had aborted its transaction, so nothing it wrote could be committed. Not a
+ * store failure (which would say "not run, retry later"): the key is released and this error is the answer.
+ */
+export class ProcedureTransactionError extends Error {
+  override readonly name = "ProcedureTransactionError";
+
+  constructor(path: string, cause: unknown) {
+    super(
+      `${path} went on after one of its statements failed, but PostgreSQL had aborted its transaction, so ` +
+        "nothing it wrote could be committed. Run a statement that may fail in a savepoint and catch around it: " +
+        "await tx.transaction(async (savepoint) => savepoint.insert(...)).",
+      { cause },
+    );
+    Object.defineProperty(this, PROCEDURE_BRAND, { value: true });
+  }
+}
+
+/** True for a {@link ProcedureTransactionError}, even one built by another copy of this package. */
+export function isProcedureTransactionError(value: unknown): value is ProcedureTransactionError {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[PROCEDURE_BRAND] === true;
+}

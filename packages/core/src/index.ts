@@ -9,7 +9,14 @@ export type {
 } from "./engine.js";
 export { createIdempotencyEngine, IdempotencyEventType, IdempotencyMode } from "./engine.js";
 export type { IdempotencyErrorOptions } from "./errors.js";
-export { IdempotencyError, IdempotencyErrorCode, isIdempotencyError, isRetryableCode } from "./errors.js";
+export {
+  IdempotencyError,
+  IdempotencyErrorCode,
+  isIdempotencyError,
+  isProcedureTransactionError,
+  isRetryableCode,
+  ProcedureTransactionError,
+} from "./errors.js";
 export type { FingerprintOptions } from "./fingerprint.js";
 export { canonicalJson, fingerprint, fingerprintAsync } from "./fingerprint.js";
 export {

@@ -24,7 +24,7 @@ import type {
   StoredRecord,
   StoredResponse,
 } from "@idemkit/core";
-import { RecordState, replacement } from "@idemkit/core";
+import { ProcedureTransactionError, RecordState, replacement } from "@idemkit/core";
 import { sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { bypassGuard } from "./bypass-guard.js";
@@ -120,44 +120,71 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       // The completing update is sent without waiting for its answer, so that drizzle's COMMIT follows it in
       // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
       // COMMIT into a rollback of everything, which is then reported instead of the result.
-      let completion: Promise<boolean> | undefined;
-      const result = await db.transaction(async (tx) => {
-        let fence: number | undefined;
-        const session: AtomicSession<TransactionOf<TDb>> = {
-          tx: tx as TransactionOf<TDb>,
-          async claim(request) {
-            guard?.name(request.id.path);
-            const claimed = claimWith(tx, request, () => tx.execute(sql`savepoint ${SAVEPOINT}`));
-            // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
-            // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it.
-            const savepoint = dispatch(tx.execute(sql`savepoint ${SAVEPOINT}`));
-            let outcome: ClaimResult;
-            try {
-              outcome = await claimed;
-            } catch (error) {
-              await savepoint.catch(() => {});
-              if (isLockTimeout(error)) return { status: "busy" };
-              throw error;
-            }
-            await savepoint;
-            if (outcome.status === "claimed") fence = outcome.fence;
-            return outcome;
-          },
-          async complete(id, response, expiresAt, { undoEffects }) {
-            if (fence === undefined) throw new Error("complete() called before a successful claim()");
-            if (undoEffects) void dispatch(tx.execute(sql`rollback to savepoint ${SAVEPOINT}`)).catch(() => {});
-            completion = completeWith(tx, id, fence, response, expiresAt);
-            completion.catch(() => {});
-          },
-        };
-        return guard ? guard.within(tx, () => work(session)) : work(session);
-      });
-      if (completion && !(await completion)) {
-        throw new Error("The claimed record vanished inside its own transaction.");
+      let claimed: ClaimRequest | undefined;
+      let completing: { response: StoredResponse; expiresAt: number; done: Promise<boolean> } | undefined;
+      let finished: { value: Awaited<ReturnType<typeof work>> } | undefined;
+      try {
+        const result = await db.transaction(async (tx) => {
+          let fence: number | undefined;
+          const session: AtomicSession<TransactionOf<TDb>> = {
+            tx: tx as TransactionOf<TDb>,
+            async claim(request) {
+              guard?.name(request.id.path);
+              const claiming = claimWith(tx, request, () => tx.execute(sql`savepoint ${SAVEPOINT}`));
+              // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
+              // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it.
+              const savepoint = dispatch(tx.execute(sql`savepoint ${SAVEPOINT}`));
+              let outcome: ClaimResult;
+              try {
+                outcome = await claiming;
+              } catch (error) {
+                await savepoint.catch(() => {});
+                if (isLockTimeout(error)) return { status: "busy" };
+                throw error;
+              }
+              await savepoint;
+              if (outcome.status === "claimed") {
+                fence = outcome.fence;
+                claimed = request;
+              }
+              return outcome;
+            },
+            async complete(id, response, expiresAt, { undoEffects }) {
+              if (fence === undefined) throw new Error("complete() called before a successful claim()");
+              if (undoEffects) void dispatch(tx.execute(sql`rollback to savepoint ${SAVEPOINT}`)).catch(() => {});
+              const done = completeWith(tx, id, fence, response, expiresAt);
+              done.catch(() => {});
+              completing = { response, expiresAt, done };
+            },
+          };
+          const value = await (guard ? guard.within(tx, () => work(session)) : work(session));
+          finished = { value };
+          return value;
+        });
+        if (completing && !(await completing.done)) {
+          throw new Error("The claimed record vanished inside its own transaction.");
+        }
+        return result;
+      } catch (error) {
+        if (!finished || !completing || !claimed || !(await isProcedureFailure(error, completing.done))) throw error;
+        // The procedure caught a failed statement of its own and went on, and the driver would not commit. Its
+        // writes are gone with the transaction; an error answer, which was to undo them anyway, is still kept,
+        // in a transaction of its own. A success cannot be: it is the procedure's failure, not the store's.
+        if (completing.response.status < 400) throw new ProcedureTransactionError(claimed.id.path, error);
+        await recordAgain(claimed, completing.response, completing.expiresAt);
+        return finished.value;
       }
-      return result;
     },
   };
+
+  /** Stores an error answer whose transaction the driver refused to commit, as the first request for its key. */
+  async function recordAgain(request: ClaimRequest, response: StoredResponse, expiresAt: number): Promise<void> {
+    await db.transaction(async (tx) => {
+      const outcome = await claimWith(tx, request);
+      if (outcome.status !== "claimed") throw new Error(`Another request claimed ${request.id.path} meanwhile.`);
+      await completeWith(tx, request.id, outcome.fence, response, expiresAt);
+    });
+  }
 
   return {
     atomic,
@@ -340,9 +367,34 @@ function run(executor: Executor, statement: Statement, params: unknown[]): Promi
 
 /** PostgreSQL's lock_not_available (55P03), wherever the driver put the code. */
 function isLockTimeout(error: unknown): boolean {
+  return sqlStateOf(error) === "55P03";
+}
+
+/**
+ * Whether a transaction whose work finished failed to commit because of a statement of the procedure's own that
+ * failed and was caught: the completing update found the transaction already aborted (25P02, as PGlite and
+ * node-postgres report it), or it went through and the driver still refused to commit, remembering the failed
+ * statement (postgres.js). A lost connection or a server going away is the store's failure instead.
+ */
+async function isProcedureFailure(error: unknown, completion: Promise<boolean>): Promise<boolean> {
+  const completionError = await completion.then(
+    () => undefined,
+    (failure: unknown) => failure ?? new Error("completion failed"),
+  );
+  if (completionError !== undefined) return sqlStateOf(completionError) === "25P02";
+  const state = sqlStateOf(error);
+  return state !== undefined && !SERVER_TROUBLE.test(state);
+}
+
+/** SQLSTATE classes of a connection, resources, operator intervention or the server itself failing. */
+const SERVER_TROUBLE = /^(08|53|57|58|XX)/;
+
+/** The SQLSTATE of a PostgreSQL error, wherever the driver (or Drizzle's wrapper) put it. */
+function sqlStateOf(error: unknown): string | undefined {
   for (let current = error; typeof current === "object" && current !== null; ) {
-    if ((current as { code?: unknown }).code === "55P03") return true;
+    const { code } = current as { code?: unknown };
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
     current = (current as { cause?: unknown }).cause;
   }
-  return false;
+  return undefined;
 }

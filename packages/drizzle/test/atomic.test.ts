@@ -162,6 +162,73 @@ describe.each([
   });
 });
 
+describe.each([
+  ["postgres.js", () => server],
+  ["PGlite", () => pglite],
+  ["node-postgres", () => nodePostgres],
+] as const)("a database error the procedure caught, on %s", (driver, database) => {
+  type Tx = TransactionOf<typeof pglite.db>;
+
+  /** Runs a procedure that writes a note, then hits a unique violation on a handle taken before, and catches it. */
+  async function runCatching(then: "refuse" | "swallow" | "savepoint") {
+    const { db, query } = database();
+    await query("create table if not exists handles (name text primary key)");
+    await query("insert into handles (name) values ('taken') on conflict do nothing");
+    const events: string[] = [];
+    const engine = createIdempotencyEngine({
+      store: drizzleStore({ db: db as typeof pglite.db }),
+      onEvent: (event) => events.push(event.type),
+    });
+    const key = `caught-${then}-${driver}-${globalThis.crypto.randomUUID()}`;
+    const request = { ...claimFor(key).id, fingerprint: "fp" };
+    const work = async ({ tx }: Execution<Tx>) => {
+      const write = tx as Tx;
+      await write.execute(sql`insert into notes (key) values (${key})`);
+      const duplicate = sql`insert into handles (name) values ('taken')`;
+      const failed = await (then === "savepoint"
+        ? write.transaction((savepoint) => savepoint.execute(duplicate))
+        : write.execute(duplicate)
+      ).then(
+        () => false,
+        () => true,
+      );
+      expect(failed).toBe(true);
+      return then === "refuse"
+        ? { value: "taken", response: { status: 400, body: '{"error":"That handle is taken."}' } }
+        : { value: "fine", response: { status: 200, body: '"fine"' } };
+    };
+    const outcome = await engine.run(request, work).catch((error: unknown) => error);
+    const notes = await query("select * from notes where key = $1", [key]);
+    const record = await drizzleStore({ db: db as typeof pglite.db }).get(request);
+    return { outcome, notes, record, events };
+  }
+
+  it("stores the 4xx the procedure answered, with its writes undone", async () => {
+    const { outcome, notes, record, events } = await runCatching("refuse");
+    expect(outcome).toEqual({ replayed: false, value: "taken" });
+    expect(notes).toHaveLength(0);
+    expect(record).toMatchObject({ state: "completed", response: { status: 400 } });
+    expect(events).toEqual(["executed"]);
+  });
+
+  it("fails a procedure that went on in an aborted transaction with an error naming savepoints, not as a store failure", async () => {
+    const { outcome, notes, record, events } = await runCatching("swallow");
+    expect(outcome).toBeInstanceOf(Error);
+    expect((outcome as Error).message).toMatch(/tx\.transaction/);
+    expect(notes).toHaveLength(0);
+    expect(record).toBeUndefined();
+    expect(events).toEqual(["released"]);
+  });
+
+  it("commits a procedure that ran the statement expected to fail in a savepoint", async () => {
+    const { outcome, notes, record, events } = await runCatching("savepoint");
+    expect(outcome).toEqual({ replayed: false, value: "fine" });
+    expect(notes).toHaveLength(1);
+    expect(record).toMatchObject({ state: "completed", response: { status: 200 } });
+    expect(events).toEqual(["executed"]);
+  });
+});
+
 describe("a claim that replaces an expired record", () => {
   /** A completed record for `key` whose TTL ended a minute ago. */
   async function expired(store: ReturnType<typeof drizzleStore>, key: string) {

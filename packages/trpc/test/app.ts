@@ -108,6 +108,18 @@ export function createApp({
       }
       return { n: input.n };
     }),
+    claimHandle: idempotent
+      .input(z.object({ name: z.string(), swallow: z.boolean() }))
+      .mutation(async ({ ctx, input }) => {
+        count("claimHandle");
+        try {
+          await writer(ctx.idempotency.tx).execute(sql`insert into handles (name) values (${input.name})`);
+        } catch {
+          if (input.swallow) return { name: input.name, taken: true };
+          throw new TRPCError({ code: "BAD_REQUEST", message: "That handle is taken." });
+        }
+        return { name: input.name, taken: false };
+      }),
     conflicting: idempotent.input(z.object({ n: z.number() })).mutation(() => {
       count("conflicting");
       throw new TRPCError({ code: "CONFLICT", message: "That name is taken." });

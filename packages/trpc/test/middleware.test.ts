@@ -318,6 +318,38 @@ describe("inputs compared by content", () => {
   });
 });
 
+describe("a database error the procedure caught (postgres.js)", () => {
+  beforeAll(async () => {
+    await database.query("create table if not exists handles (name text primary key)");
+    await database.query("insert into handles (name) values ('taken') on conflict do nothing");
+  });
+
+  it("answers the procedure's own 4xx, stored and replayed, not 503", async () => {
+    const app = await start();
+    const alice = user();
+    const key = globalThis.crypto.randomUUID();
+    const refused = await mutate(app.url, "claimHandle", { name: "taken", swallow: false }, { key, user: alice });
+    expect(refused.status).toBe(400);
+    expect(refused.error?.message).toBe("That handle is taken.");
+    const again = await mutate(app.url, "claimHandle", { name: "taken", swallow: false }, { key, user: alice });
+    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([400, "true"]);
+    expect(app.executions.get("claimHandle")).toBe(1);
+  });
+
+  it("answers 500 naming savepoints when the procedure swallowed the error and returned, and releases the key", async () => {
+    const app = await start();
+    const alice = user();
+    const key = globalThis.crypto.randomUUID();
+    const swallowed = await mutate(app.url, "claimHandle", { name: "taken", swallow: true }, { key, user: alice });
+    expect(swallowed.status).toBe(500);
+    expect(swallowed.error?.message).toMatch(/aborted its transaction.*tx\.transaction/);
+    expect(swallowed.error?.data.idempotency).toBeNull();
+    await mutate(app.url, "claimHandle", { name: "taken", swallow: true }, { key, user: alice });
+    expect(app.executions.get("claimHandle")).toBe(2);
+    expect(app.events.map((event) => event.type)).toEqual(["released", "released"]);
+  });
+});
+
 describe("observers", () => {
   it("never change an outcome: with an onEvent that throws, first calls, replays, mismatches and 4xx answer as without", async () => {
     const error = vi.spyOn(console, "error").mockImplementation(() => {});
