@@ -1,7 +1,8 @@
 /**
- * Atomic mode against real PostgreSQL (and PGlite where it can show it): the claim shares the caller's
- * transaction, a duplicate waits for it within a bound, and the claim statement leaves the transaction's
- * settings as it found them.
+ * The Drizzle store's atomic mode beyond the shared atomic suite (`conformance.test.ts`), on real PostgreSQL and
+ * PGlite: the claim statement leaves the transaction's settings as it found them, replacing claims are bounded and
+ * keep their savepoint, errors the procedure caught answer its own outcome, and statements that bypass the
+ * transaction are caught.
  */
 import { type ClaimRequest, createIdempotencyEngine, type Execution } from "@idemkit/core";
 import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
@@ -63,36 +64,6 @@ describe("atomic mode on PostgreSQL", () => {
     expect(seen).toBe("7s");
   });
 
-  it("bounds a duplicate's wait: busy once waitMs passes while the first transaction holds the key", async () => {
-    const store = drizzleStore({ db: server.db, waitMs: 300 });
-    const key = globalThis.crypto.randomUUID();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let claimed!: () => void;
-    const firstClaimed = new Promise<void>((resolve) => {
-      claimed = resolve;
-    });
-    const first = store.atomic.transaction(async (session) => {
-      await session.claim(claimFor(key));
-      claimed();
-      await held;
-    });
-    await firstClaimed;
-    const started = Date.now();
-    // A busy claim leaves the transaction aborted: the caller must roll it back, here by throwing.
-    const second = await store.atomic
-      .transaction(async (session) => {
-        throw await session.claim(claimFor(key));
-      })
-      .catch((outcome: unknown) => outcome);
-    expect(second).toEqual({ status: "busy" });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
-    release();
-    await first;
-  });
-
   it("keeps a replaced expired record when a 4xx undoes the procedure's writes", async () => {
     const store = drizzleStore({ db: server.db });
     const key = globalThis.crypto.randomUUID();
@@ -112,30 +83,6 @@ describe("atomic mode on PostgreSQL", () => {
       response: { body: '"gone"' },
     });
     expect(await server.query("select * from notes where key = $1", [key])).toHaveLength(0);
-  });
-});
-
-describe("atomic mode, when storing the result fails", () => {
-  it.each([
-    ["PostgreSQL", () => server],
-    ["PGlite", () => pglite],
-    ["node-postgres", () => nodePostgres],
-  ] as const)("on %s the transaction rejects and nothing of it commits", async (_, database) => {
-    const { db, query } = database();
-    const store = drizzleStore({ db: db as typeof server.db });
-    const key = globalThis.crypto.randomUUID();
-    const outcome = store.atomic.transaction(async (session) => {
-      await session.claim(claimFor(key));
-      await session.tx.execute(sql`insert into notes (key) values (${key})`);
-      // A status PostgreSQL cannot store as an integer makes the completing update fail.
-      await session.complete(claimFor(key).id, { status: 2 ** 40, body: "{}" }, Date.now() + 60_000, {
-        undoEffects: false,
-      });
-      return "committed?";
-    });
-    await expect(outcome).rejects.toThrow();
-    expect(await query("select * from notes where key = $1", [key])).toHaveLength(0);
-    expect(await store.get(claimFor(key).id)).toBeUndefined();
   });
 });
 

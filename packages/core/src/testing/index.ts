@@ -1,2 +1,4 @@
+export type { AtomicConformanceOptions, AtomicConformanceSubject } from "./atomic-conformance.js";
+export { describeAtomicConformance } from "./atomic-conformance.js";
 export type { ConformanceSubject } from "./conformance.js";
 export { describeStoreConformance } from "./conformance.js";
