@@ -1,13 +1,10 @@
-export type {
-  Execution,
-  IdempotencyEngine,
-  IdempotencyEngineOptions,
-  IdempotencyEvent,
-  IdempotentRequest,
-  RunResult,
-  Settlement,
-} from "./engine.js";
-export { createIdempotencyEngine, IdempotencyEventType, IdempotencyMode } from "./engine.js";
+/**
+ * The public surface of `@idemkit/core`: what apps (events, modes, errors, headers) and store authors (the store
+ * contract, `replacement`, `memoryStore` as a model) rely on. The engine, fingerprints, key parsing and the retry
+ * maths that idemkit's own packages share are at `@idemkit/core/internal`, with no promise of stability.
+ */
+export type { IdempotencyEvent } from "./engine.js";
+export { IdempotencyEventType, IdempotencyMode } from "./engine.js";
 export type { IdempotencyErrorOptions } from "./errors.js";
 export {
   IdempotencyError,
@@ -17,27 +14,9 @@ export {
   isRetryableCode,
   ProcedureTransactionError,
 } from "./errors.js";
-export type { FingerprintOptions } from "./fingerprint.js";
-export { canonicalJson, fingerprint, fingerprintAsync } from "./fingerprint.js";
-export {
-  IDEMPOTENCY_KEY_HEADER,
-  IDEMPOTENT_REPLAYED_HEADER,
-  MAX_KEY_LENGTH,
-  parseIdempotencyKey,
-} from "./key.js";
+export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from "./key.js";
 export { memoryStore } from "./memory-store.js";
-export type { AnswerSeen } from "./outcome.js";
-export { isRetryableAnswer, isStoredStatus } from "./outcome.js";
-export type { RetryPolicy, RetryState } from "./retry.js";
-export {
-  abortableDelay,
-  backoffDelayMs,
-  DEFAULT_RETRY_POLICY,
-  newIdempotencyKey,
-  nextRetryDelayMs,
-  parseRetryAfterMs,
-} from "./retry.js";
-export { sha256Hex } from "./sha256.js";
+export type { RetryPolicy } from "./retry.js";
 export type {
   AtomicCapability,
   AtomicSession,

@@ -4,7 +4,8 @@
  * keep their savepoint, errors the procedure caught answer its own outcome, and statements that bypass the
  * transaction are caught.
  */
-import { type ClaimRequest, createIdempotencyEngine, type Execution } from "@idemkit/core";
+import type { ClaimRequest } from "@idemkit/core";
+import { createIdempotencyEngine, type Execution } from "@idemkit/core/internal";
 import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";

@@ -7,7 +7,7 @@
  * Retrying is the link's job (`idempotencyLink` from `@idemkit/trpc/client`, which must be in the client's links);
  * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, paused while offline.
  */
-import { fingerprint, newIdempotencyKey } from "@idemkit/core";
+import { fingerprint, newIdempotencyKey } from "@idemkit/core/internal";
 import { type IdempotencyProgress, idempotencyContext, isRetryableError } from "@idemkit/trpc/client";
 import {
   type MutateOptions,

@@ -9,8 +9,6 @@
  * than replayed as something else.
  */
 import {
-  createIdempotencyEngine,
-  fingerprintAsync,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
   IdempotencyError,
@@ -19,10 +17,14 @@ import {
   IdempotencyMode,
   type IdempotencyStore,
   isIdempotencyError,
+} from "@idemkit/core";
+import {
+  createIdempotencyEngine,
+  fingerprintAsync,
   parseIdempotencyKey,
   type Settlement,
   sha256Hex,
-} from "@idemkit/core";
+} from "@idemkit/core/internal";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { toTRPCError } from "./errors.js";
 import { explicitKeyOf, httpFromContext, type IdempotencyHttp } from "./http.js";

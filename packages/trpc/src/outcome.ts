@@ -3,7 +3,7 @@
  * retry runs the procedure again: core's one classification by status (`isStoredStatus`), and two cases only the
  * middleware can see, an input that never reached the procedure and an input that could not be read.
  */
-import { isStoredStatus } from "@idemkit/core";
+import { isStoredStatus } from "@idemkit/core/internal";
 import { StandardSchemaV1Error, type TRPCError } from "@trpc/server";
 import { getHTTPStatusCodeFromError } from "@trpc/server/http";
 

@@ -11,6 +11,7 @@ import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import superjson from "superjson";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { z } from "zod";
 import { idempotency, withIdempotencyKey } from "../src/index.js";
 import { type AppOptions, type AppRouter, BUSINESS_TABLES, createApp } from "./app.js";
 import { mutate, query } from "./client.js";
@@ -469,6 +470,30 @@ describe("the app's own database handle (dbKey)", () => {
         scope: ({ ctx }: { ctx: { db: unknown; userId: string } }) => ctx.userId,
       }),
     ).toThrow(/only atomic mode has one/);
+  });
+});
+
+describe("as library middleware for .concat()", () => {
+  it("joins an app's own procedure, whose context has what scope reads, and protects its mutations", async () => {
+    const t = initTRPC.context<{ userId: string; tenant: string }>().create();
+    let runs = 0;
+    // As tRPC recommends for library middleware: a procedure that states only what it needs of the context.
+    const idempotent = initTRPC
+      .context<{ userId: string }>()
+      .create()
+      .procedure.use(idempotency({ store: memoryStore(), scope: ({ ctx }) => ctx.userId }));
+    const protectedMutation = t.procedure.concat(idempotent);
+    const router = t.router({
+      add: protectedMutation.input(z.object({ n: z.number() })).mutation(({ ctx, input }) => {
+        runs += 1;
+        return { n: input.n, key: ctx.idempotency.key, tenant: ctx.tenant };
+      }),
+    });
+    const caller = router.createCaller(withIdempotencyKey({ userId: user(), tenant: "acme" }, "concat-key"));
+    const first = await caller.add({ n: 1 });
+    expect(await caller.add({ n: 1 })).toEqual(first);
+    expect(first).toEqual({ n: 1, key: "concat-key", tenant: "acme" });
+    expect(runs).toBe(1);
   });
 });
 

@@ -2,7 +2,8 @@
  * How the client reads a failed mutation: retry with the same key, or give up. The answer comes from the error's
  * `data.idempotency` (set by the server's `idempotencyErrorData`) or the HTTP status, never from its message.
  */
-import { IDEMPOTENT_REPLAYED_HEADER, isRetryableAnswer } from "@idemkit/core";
+import { IDEMPOTENT_REPLAYED_HEADER } from "@idemkit/core";
+import { isRetryableAnswer } from "@idemkit/core/internal";
 import type { TRPCClientError } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import type { IdempotencyErrorData } from "../errors.js";

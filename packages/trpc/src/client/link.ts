@@ -9,17 +9,15 @@
  *   one mutation ──► attempt 1 ──► lost / 5xx / 409 / 429 ──► wait (Retry-After, else backoff) ──► attempt 2 ──► ...
  *                     same key                                                                      same key
  */
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, type RetryPolicy } from "@idemkit/core";
 import {
   abortableDelay,
   DEFAULT_RETRY_POLICY,
-  IDEMPOTENCY_KEY_HEADER,
-  IDEMPOTENT_REPLAYED_HEADER,
   newIdempotencyKey,
   nextRetryDelayMs,
   parseIdempotencyKey,
   parseRetryAfterMs,
-  type RetryPolicy,
-} from "@idemkit/core";
+} from "@idemkit/core/internal";
 import {
   type HTTPHeaders,
   type HTTPLinkOptions,
