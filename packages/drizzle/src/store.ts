@@ -25,9 +25,11 @@ import type {
   StoredResponse,
 } from "@idemkit/core";
 import { ProcedureTransactionError, RecordState, replacement } from "@idemkit/core";
+import { sha256Hex } from "@idemkit/core/internal";
 import { sql } from "drizzle-orm";
-import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { getTableConfig, type PgDatabase, type PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { bypassGuard } from "./bypass-guard.js";
+import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: a store works with any schema the caller's database was built with
 type AnyPgDatabase = PgDatabase<PgQueryResultHKT, any, any>;
@@ -37,7 +39,7 @@ export type TransactionOf<TDb extends AnyPgDatabase> = Parameters<Parameters<TDb
 
 export interface DrizzleStoreOptions<TDb extends AnyPgDatabase> {
   /**
-   * The Drizzle database (postgres.js, PGlite, node-postgres). It must have the `idempotency_keys` table:
+   * The Drizzle database (postgres.js, PGlite, node-postgres). It must have the records' table (`table`):
    * migrate it from `idempotencyKeys` in your schema with drizzle-kit, or apply this repository's `drizzle/`.
    */
   db: TDb;
@@ -46,6 +48,11 @@ export interface DrizzleStoreOptions<TDb extends AnyPgDatabase> {
    * IN_PROGRESS, in ms. Default 5 seconds.
    */
   waitMs?: number;
+  /**
+   * The table the records are in, when it is not the default `idempotencyKeys`: one made with
+   * `idempotencyKeysTable(name, schema)` and exported from your schema. Default `idempotencyKeys`.
+   */
+  table?: IdempotencyKeysTable;
 }
 
 /** A store over Drizzle: lease mode through its methods, atomic mode through `atomic`. */
@@ -64,8 +71,10 @@ type Row = Record<string, unknown>;
 export function drizzleStore<TDb extends AnyPgDatabase>({
   db,
   waitMs = 5_000,
+  table = idempotencyKeys,
 }: DrizzleStoreOptions<TDb>): DrizzleStore<TDb> {
   const waitSetting = `${Math.max(1, Math.round(waitMs))}ms`;
+  const statements = statementsFor(qualifiedName(table));
   const guard = bypassGuard(db);
 
   /**
@@ -79,7 +88,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     afterLateClaim?: () => PromiseLike<unknown>,
   ): Promise<ClaimResult> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const [row] = await run(executor, CLAIM, claimParams(request, waitSetting));
+      const [row] = await run(executor, statements.CLAIM, claimParams(request, waitSetting));
       if (row?.claimed_fence != null) {
         if (attempt > 0) await afterLateClaim?.();
         return { status: "claimed", fence: Number(row.claimed_fence), takeover: false };
@@ -89,7 +98,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       if (!record) continue;
       const replaced = replacement(record, request);
       if (!replaced) return { status: "exists", record };
-      const [updated] = await run(executor, REPLACE, [...claimParams(request, waitSetting), record.fence]);
+      const [updated] = await run(executor, statements.REPLACE, [...claimParams(request, waitSetting), record.fence]);
       if (updated?.fence != null) {
         await afterLateClaim?.();
         return { status: "claimed", fence: Number(updated.fence), takeover: replaced.takeover };
@@ -99,7 +108,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   }
 
   async function getWith(executor: Executor, id: RecordId): Promise<StoredRecord | undefined> {
-    const [row] = await run(executor, GET, keyOf(id));
+    const [row] = await run(executor, statements.GET, keyOf(id));
     return row && toRecord(row);
   }
 
@@ -110,7 +119,13 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     response: StoredResponse,
     expiresAt: number,
   ) {
-    const updated = await run(executor, COMPLETE, [...keyOf(id), expiresAt, response.status, response.body, fence]);
+    const updated = await run(executor, statements.COMPLETE, [
+      ...keyOf(id),
+      expiresAt,
+      response.status,
+      response.body,
+      fence,
+    ]);
     return updated.length === 1;
   }
 
@@ -191,18 +206,18 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     claim: (request) => claimWith(db, request),
     complete: (id, fence, response, expiresAt) => completeWith(db, id, fence, response, expiresAt),
     async release(id, fence) {
-      const deleted = await run(db, RELEASE, [...keyOf(id), fence]);
+      const deleted = await run(db, statements.RELEASE, [...keyOf(id), fence]);
       return deleted.length === 1;
     },
     async renew(id, fence, leaseExpiresAt) {
-      const renewed = await run(db, RENEW, [...keyOf(id), fence, leaseExpiresAt]);
+      const renewed = await run(db, statements.RENEW, [...keyOf(id), fence, leaseExpiresAt]);
       return renewed.length === 1;
     },
     get: (id) => getWith(db, id),
     async purgeExpired({ now, batchSize = 1_000 }) {
       let total = 0;
       for (;;) {
-        const [row] = await run(db, PURGE, [now, batchSize]);
+        const [row] = await run(db, statements.PURGE, [now, batchSize]);
         const deleted = Number(row?.deleted ?? 0);
         total += deleted;
         if (deleted < batchSize) return total;
@@ -226,94 +241,115 @@ const RECORD_COLUMNS = `state, fingerprint, fence,
 const KEY_MATCH = "scope = $1::text and path = $2::text and key = $3::text";
 
 /**
- * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout. One row back: `claimed_fence` when the insert won,
- * else the conflicting row as this statement's snapshot sees it (nulls when it committed after the snapshot).
+ * The store's statements over `table` (the qualified, quoted name). Their texts are fixed per table, so each is
+ * prepared once per connection under its name; a table other than the default adds a short hash of its name, so
+ * two stores on one connection never share a statement name.
  */
-const CLAIM: Statement = {
-  name: "idemkit_claim",
-  text: `with previous as materialized (
-      select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)
-    ), inserted as (
-      insert into idempotency_keys (scope, path, key, fingerprint, state, fence, lease_expires_at, expires_at)
-      select $1::text, $2::text, $3::text, $4::text, 'in_progress', 1,
-             to_timestamp($5::float8 / 1000), to_timestamp($6::float8 / 1000)
-      from previous
-      on conflict (scope, path, key) do nothing
-      returning fence
-    ), existing as (
-      select ${RECORD_COLUMNS} from idempotency_keys
-      where ${KEY_MATCH} and not exists (select 1 from inserted)
-    )
-    select (select fence from inserted) as claimed_fence, existing.*,
-           set_config('lock_timeout', previous.lock_timeout, true) as restored
-    from previous left join existing on true`,
-};
+function statementsFor(table: string) {
+  const statements = {
+    /**
+     * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout. One row back: `claimed_fence` when the insert won,
+     * else the conflicting row as this statement's snapshot sees it (nulls when it committed after the snapshot).
+     */
+    CLAIM: {
+      name: "idemkit_claim",
+      text: `with previous as materialized (
+        select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)
+      ), inserted as (
+        insert into ${table} (scope, path, key, fingerprint, state, fence, lease_expires_at, expires_at)
+        select $1::text, $2::text, $3::text, $4::text, 'in_progress', 1,
+               to_timestamp($5::float8 / 1000), to_timestamp($6::float8 / 1000)
+        from previous
+        on conflict (scope, path, key) do nothing
+        returning fence
+      ), existing as (
+        select ${RECORD_COLUMNS} from ${table}
+        where ${KEY_MATCH} and not exists (select 1 from inserted)
+      )
+      select (select fence from inserted) as claimed_fence, existing.*,
+             set_config('lock_timeout', previous.lock_timeout, true) as restored
+      from previous left join existing on true`,
+    },
 
-const GET: Statement = {
-  name: "idemkit_get",
-  text: `select ${RECORD_COLUMNS} from idempotency_keys where ${KEY_MATCH}`,
-};
+    GET: {
+      name: "idemkit_get",
+      text: `select ${RECORD_COLUMNS} from ${table} where ${KEY_MATCH}`,
+    },
 
-/**
- * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout, $8 the fence the caller saw: replaced only if nobody
- * else did first (one row back either way; `fence` null when not replaced). Like the claim, it bounds its wait for a row that another transaction holds (one that replaced
- * it first and runs its procedure) by lock_timeout, set for this statement only.
- */
-const REPLACE: Statement = {
-  name: "idemkit_replace",
-  text: `with previous as materialized (
-      select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)
-    ), replaced as (
-      update idempotency_keys
-      set fingerprint = $4::text, state = 'in_progress', fence = fence + 1,
-          lease_expires_at = to_timestamp($5::float8 / 1000), expires_at = to_timestamp($6::float8 / 1000),
-          response_status = null, response_body = null, created_at = now()
-      where ${KEY_MATCH} and fence = $8::int and exists (select 1 from previous)
-      returning fence
-    )
-    select replaced.fence, set_config('lock_timeout', previous.lock_timeout, true) as restored
-    from previous left join replaced on true`,
-};
+    /**
+     * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout, $8 the fence the caller saw: replaced only if nobody
+     * else did first (one row back either way; `fence` null when not replaced). Like the claim, it bounds its wait for a row that another transaction holds (one that replaced
+     * it first and runs its procedure) by lock_timeout, set for this statement only.
+     */
+    REPLACE: {
+      name: "idemkit_replace",
+      text: `with previous as materialized (
+        select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)
+      ), replaced as (
+        update ${table}
+        set fingerprint = $4::text, state = 'in_progress', fence = fence + 1,
+            lease_expires_at = to_timestamp($5::float8 / 1000), expires_at = to_timestamp($6::float8 / 1000),
+            response_status = null, response_body = null, created_at = now()
+        where ${KEY_MATCH} and fence = $8::int and exists (select 1 from previous)
+        returning fence
+      )
+      select replaced.fence, set_config('lock_timeout', previous.lock_timeout, true) as restored
+      from previous left join replaced on true`,
+    },
 
-/** $4 expiry, $5 status, $6 body, $7 fence. */
-const COMPLETE: Statement = {
-  name: "idemkit_complete",
-  text: `update idempotency_keys
-    set state = 'completed', lease_expires_at = null, expires_at = to_timestamp($4::float8 / 1000),
-        response_status = $5::int, response_body = $6::text
-    where ${KEY_MATCH} and fence = $7::int and state = 'in_progress'
-    returning 1 as done`,
-};
+    /** $4 expiry, $5 status, $6 body, $7 fence. */
+    COMPLETE: {
+      name: "idemkit_complete",
+      text: `update ${table}
+      set state = 'completed', lease_expires_at = null, expires_at = to_timestamp($4::float8 / 1000),
+          response_status = $5::int, response_body = $6::text
+      where ${KEY_MATCH} and fence = $7::int and state = 'in_progress'
+      returning 1 as done`,
+    },
 
-/** $4 fence. */
-const RELEASE: Statement = {
-  name: "idemkit_release",
-  text: `delete from idempotency_keys where ${KEY_MATCH} and fence = $4::int and state = 'in_progress' returning 1 as done`,
-};
+    /** $4 fence. */
+    RELEASE: {
+      name: "idemkit_release",
+      text: `delete from ${table} where ${KEY_MATCH} and fence = $4::int and state = 'in_progress' returning 1 as done`,
+    },
 
-/** $4 fence, $5 the new lease end. */
-const RENEW: Statement = {
-  name: "idemkit_renew",
-  text: `update idempotency_keys set lease_expires_at = to_timestamp($5::float8 / 1000)
-    where ${KEY_MATCH} and fence = $4::int and state = 'in_progress' returning 1 as done`,
-};
+    /** $4 fence, $5 the new lease end. */
+    RENEW: {
+      name: "idemkit_renew",
+      text: `update ${table} set lease_expires_at = to_timestamp($5::float8 / 1000)
+      where ${KEY_MATCH} and fence = $4::int and state = 'in_progress' returning 1 as done`,
+    },
 
-/** $1 now, $2 batch size. SKIP LOCKED: purge never waits on (or blocks) a request that holds a row. */
-const PURGE: Statement = {
-  name: "idemkit_purge",
-  text: `with doomed as (
-      select scope, path, key from idempotency_keys
-      where expires_at <= to_timestamp($1::float8 / 1000)
-        and (state = 'completed' or lease_expires_at <= to_timestamp($1::float8 / 1000))
-      limit $2::int
-      for update skip locked
-    ), deleted as (
-      delete from idempotency_keys as t using doomed
-      where t.scope = doomed.scope and t.path = doomed.path and t.key = doomed.key
-      returning 1
-    )
-    select count(*)::int as deleted from deleted`,
-};
+    /** $1 now, $2 batch size. SKIP LOCKED: purge never waits on (or blocks) a request that holds a row. */
+    PURGE: {
+      name: "idemkit_purge",
+      text: `with doomed as (
+        select scope, path, key from ${table}
+        where expires_at <= to_timestamp($1::float8 / 1000)
+          and (state = 'completed' or lease_expires_at <= to_timestamp($1::float8 / 1000))
+        limit $2::int
+        for update skip locked
+      ), deleted as (
+        delete from ${table} as t using doomed
+        where t.scope = doomed.scope and t.path = doomed.path and t.key = doomed.key
+        returning 1
+      )
+      select count(*)::int as deleted from deleted`,
+    },
+  };
+  const suffix = table === DEFAULT_TABLE ? "" : `_${sha256Hex(table).slice(0, 8)}`;
+  for (const statement of Object.values(statements)) statement.name += suffix;
+  return statements;
+}
+
+const DEFAULT_TABLE = '"idempotency_keys"';
+
+/** The table's name as SQL, schema-qualified when it has one, from the table's own config. */
+function qualifiedName(table: IdempotencyKeysTable): string {
+  const { name, schema } = getTableConfig(table);
+  const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
+  return schema ? `${quote(schema)}.${quote(name)}` : quote(name);
+}
 
 function keyOf({ scope, path, key }: RecordId): unknown[] {
   return [scope, path, key];

@@ -10,6 +10,7 @@ import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import pg from "pg";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
@@ -174,6 +175,92 @@ describe.each([
     expect(notes).toHaveLength(1);
     expect(record).toMatchObject({ state: "completed", response: { status: 200 } });
     expect(events).toEqual(["executed"]);
+  });
+});
+
+describe("the completing update, sent without waiting for its answer", () => {
+  /** Runs one atomic call through `db` and returns where the completion and the commit fell in `statements`. */
+  async function order(db: typeof pglite.db, statements: string[], commit: RegExp) {
+    const store = drizzleStore({ db });
+    const claim = claimFor(globalThis.crypto.randomUUID());
+    await store.atomic.transaction(async (session) => {
+      await session.claim(claim);
+      await session.complete(claim.id, { status: 200, body: "{}" }, Date.now() + 60_000, { undoEffects: false });
+    });
+    expect(await store.get(claim.id)).toMatchObject({ state: "completed" });
+    const completion = statements.findIndex((text) => text.includes("set state = 'completed'"));
+    const committed = statements.findIndex((text, index) => index > completion && commit.test(text));
+    return { completion, committed };
+  }
+
+  it("reaches postgres.js before the COMMIT", async () => {
+    const statements: string[] = [];
+    const client = postgres(server.url, {
+      max: 1,
+      onnotice: () => {},
+      debug: (_connection, query) => statements.push(query),
+    });
+    try {
+      const { completion, committed } = await order(drizzlePostgres(client) as never, statements, /^commit$/i);
+      expect(completion).toBeGreaterThan(-1);
+      expect(committed).toBeGreaterThan(completion);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("reaches node-postgres before the COMMIT", async () => {
+    const statements: string[] = [];
+    const pool = new pg.Pool({ connectionString: nodePostgres.url, max: 1 });
+    pool.on("connect", (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as { query: unknown }).query = (...args: unknown[]) => {
+        const [first] = args;
+        statements.push(typeof first === "string" ? first : String((first as { text?: unknown }).text));
+        return query(...args);
+      };
+    });
+    try {
+      const { completion, committed } = await order(
+        drizzleNodePostgres({ client: pool }) as never,
+        statements,
+        /^commit$/i,
+      );
+      expect(completion).toBeGreaterThan(-1);
+      expect(committed).toBeGreaterThan(completion);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("reaches PGlite before its transaction callback returns (PGlite commits then)", async () => {
+    const fresh = await openPglite();
+    const statements: string[] = [];
+    const client = fresh.db.$client;
+    const transaction = client.transaction.bind(client);
+    client.transaction = (callback) =>
+      transaction(async (tx) => {
+        const logged = Object.assign(Object.create(tx), {
+          query: (text: string, ...rest: never[]) => {
+            statements.push(text);
+            return tx.query(text, ...rest);
+          },
+          exec: (text: string, ...rest: never[]) => {
+            statements.push(text);
+            return tx.exec(text, ...rest);
+          },
+        });
+        const result = await callback(logged);
+        statements.push("<callback returned: COMMIT>");
+        return result;
+      });
+    try {
+      const { completion, committed } = await order(fresh.db, statements, /COMMIT/);
+      expect(completion).toBeGreaterThan(-1);
+      expect(committed).toBeGreaterThan(completion);
+    } finally {
+      await fresh.close();
+    }
   });
 });
 

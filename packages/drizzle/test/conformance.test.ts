@@ -2,12 +2,15 @@ import { describeAtomicConformance, describeStoreConformance } from "@idemkit/co
 import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { pgSchema } from "drizzle-orm/pg-core";
 import { afterAll, beforeAll, inject } from "vitest";
-import { drizzleStore } from "../src/index.js";
+import { drizzleStore, idempotencyKeysTable } from "../src/index.js";
 
 let pglite: Awaited<ReturnType<typeof openPglite>>;
 let server: Awaited<ReturnType<typeof openPostgres>>;
 let nodePostgres: Awaited<ReturnType<typeof openNodePostgres>>;
+/** A database of its own for the renamed table, so that its default table must stay empty. */
+let elsewhereDatabase: Awaited<ReturnType<typeof openPostgres>>;
 
 beforeAll(async () => {
   [pglite, server, nodePostgres] = await Promise.all([
@@ -18,9 +21,14 @@ beforeAll(async () => {
   for (const database of [pglite, server, nodePostgres]) {
     await database.query("create table atomic_notes (marker text not null)");
   }
+  elsewhereDatabase = await openPostgres(inject("postgresUrl"));
+  await elsewhereDatabase.query("create schema idemkit_elsewhere");
+  await elsewhereDatabase.query(
+    "create table idemkit_elsewhere.app_idempotency_keys (like public.idempotency_keys including all)",
+  );
 });
 afterAll(async () => {
-  await Promise.all([pglite?.close(), server?.close(), nodePostgres?.close()]);
+  await Promise.all([pglite?.close(), server?.close(), nodePostgres?.close(), elsewhereDatabase?.close()]);
 });
 
 describeStoreConformance("drizzleStore on PGlite", async () => ({ store: drizzleStore({ db: pglite.db }) }));
@@ -29,6 +37,19 @@ describeStoreConformance("drizzleStore on PostgreSQL (postgres.js)", async () =>
 }));
 describeStoreConformance("drizzleStore on PostgreSQL (node-postgres)", async () => ({
   store: drizzleStore({ db: nodePostgres.db }),
+}));
+
+// A table under another name, in a schema of its own (a prefix that drizzle-kit's tablesFilter expects, say).
+const elsewhere = idempotencyKeysTable("app_idempotency_keys", pgSchema("idemkit_elsewhere"));
+describeStoreConformance("drizzleStore on a renamed table in its own schema", async () => ({
+  store: drizzleStore({ db: elsewhereDatabase.db, table: elsewhere }),
+  async cleanup() {
+    // Nothing of it may have reached the default table.
+    const [row] = await elsewhereDatabase.query<{ n: number }>(
+      "select count(*)::int as n from public.idempotency_keys",
+    );
+    if (row?.n) throw new Error(`${row.n} record(s) landed in public.idempotency_keys`);
+  },
 }));
 
 // biome-ignore lint/suspicious/noExplicitAny: the suite runs over each driver's own database type
