@@ -186,6 +186,7 @@ describe("retries", () => {
   });
 
   it("retries a lease-mode 409 soon, not when the 60 s lease would end, and replays the first call's result", async () => {
+    let secondResult: unknown;
     let release!: () => void;
     const held = new Promise<void>((done) => {
       release = done;
@@ -195,11 +196,31 @@ describe("retries", () => {
     // The first request (another tab, say) goes straight to the server and holds its claim.
     const firstTab = mutate(server.url, "placeOrder", { sku: "tea", qty: 5 }, { key, user });
     await expect.poll(() => executions.get("placeOrder")).toBe(1);
-    const { progress, context } = recorder(key);
-    const second = client.placeOrder.mutate({ sku: "tea", qty: 5 }, { context });
-    await expect.poll(() => progress.some((event) => event.type === "retry")).toBe(true);
-    release();
-    const [firstAnswer, secondResult] = await Promise.all([firstTab, second]);
+    const progress: IdempotencyProgress[] = [];
+    let retryScheduled!: () => void;
+    const scheduled = new Promise<void>((resolve) => {
+      retryScheduled = resolve;
+    });
+    const onProgress = (event: IdempotencyProgress) => {
+      progress.push(event);
+      if (event.type === "retry") retryScheduled();
+    };
+    // The link's wait runs on fake timers, stepped once the retry is scheduled: the test never sleeps.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const second = client.placeOrder.mutate(
+        { sku: "tea", qty: 5 },
+        { context: idempotencyContext({ key, onProgress }) },
+      );
+      await scheduled;
+      release();
+      await firstTab;
+      await vi.advanceTimersByTimeAsync(1_000);
+      secondResult = await second;
+    } finally {
+      vi.useRealTimers();
+    }
+    const firstAnswer = await firstTab;
     const retry = progress.find((event) => event.type === "retry");
     expect(retry).toMatchObject({ attempt: 1, delayMs: 1_000 });
     expect(retry?.type === "retry" && retry.error.data?.httpStatus).toBe(409);
@@ -227,15 +248,21 @@ describe("retries", () => {
     proxy.inject({ kind: "answer", status: 503, headers: { "retry-after": "30" } });
     const controller = new AbortController();
     const { progress, context } = recorder();
-    const sending = client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context, signal: controller.signal });
-    await expect.poll(() => progress.some((event) => event.type === "retry")).toBe(true);
-    const abortedAt = Date.now();
-    controller.abort();
-    await expect(sending).rejects.toBeInstanceOf(TRPCClientError);
-    expect(Date.now() - abortedAt).toBeLessThan(1_000);
-    expect(progress.find((event) => event.type === "retry")).toMatchObject({ delayMs: 30_000 });
-    await new Promise((done) => setTimeout(done, 100));
-    expect(keysOf(proxy)).toHaveLength(1);
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const sending = client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context, signal: controller.signal });
+      // Settles on the abort alone: no timer is stepped before it.
+      const settled = sending.catch((error: unknown) => error);
+      await expect.poll(() => progress.some((event) => event.type === "retry"), { interval: 0 }).toBe(true);
+      controller.abort();
+      expect(await settled).toBeInstanceOf(TRPCClientError);
+      expect(progress.find((event) => event.type === "retry")).toMatchObject({ delayMs: 30_000 });
+      // Past the 30 s the wait would have lasted, nothing more is sent.
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(keysOf(proxy)).toHaveLength(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
