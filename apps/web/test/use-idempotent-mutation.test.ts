@@ -15,7 +15,7 @@ import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { eq } from "drizzle-orm";
 import { createElement, type ReactNode } from "react";
 import superjson from "superjson";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, expectTypeOf, inject, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, expectTypeOf, inject, it, vi } from "vitest";
 import { type OpenDatabase, openDatabase } from "../src/server/database";
 import { type AppRouter, createHandler, createRouter } from "../src/server/router";
 import { orders } from "../src/server/schema";
@@ -83,6 +83,22 @@ async function ordersOfUser(): Promise<number> {
 
 function posts() {
   return proxy.requests.filter((request) => request.method === "POST");
+}
+
+/** The real setTimeout, kept for waiting on network I/O while the test's clock is fake. */
+const realSetTimeout = globalThis.setTimeout;
+
+/**
+ * Waits until `condition` holds, while timers are fake: runs what is due now (TanStack Query notifies through
+ * zero-delay timers) without moving the clock, and yields to real I/O in between. Gives up after 10 s.
+ */
+async function settledOn(condition: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 2_000; turn++) {
+    await act(() => vi.advanceTimersByTimeAsync(0));
+    if (condition()) return;
+    await new Promise((resolve) => realSetTimeout(resolve, 5));
+  }
+  throw new Error("The condition never held.");
 }
 
 function setNavigatorOnline(online: boolean) {
@@ -212,14 +228,20 @@ describe("faults between the browser and the server", () => {
   it("a 409 with Retry-After: shows when the next retry is due, then places the order once", async () => {
     proxy.inject({ kind: "answer", status: 409, headers: { "retry-after": "1" } });
     const { result } = render();
-    const clickedAt = Date.now();
-    act(() => result.current.mutate(tea));
-    await waitFor(() => expect(result.current.nextRetryAt).toBeDefined());
-    const dueInMs = (result.current.nextRetryAt ?? 0) - clickedAt;
-    expect(dueInMs).toBeGreaterThanOrEqual(1_000);
-    expect(dueInMs).toBeLessThan(2_000);
-    expect(result.current.isPending).toBe(true);
-    await waitFor(() => expect(result.current.isSuccess).toBe(true), { timeout: 5_000 });
+    // The clock and the link's wait are fake: the retry is due exactly 1 s after the click, and comes when the
+    // test moves the clock, not after a real second.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const clickedAt = Date.now();
+      act(() => result.current.mutate(tea));
+      await settledOn(() => result.current.nextRetryAt !== undefined);
+      expect(result.current.nextRetryAt).toBe(clickedAt + 1_000);
+      expect(result.current.isPending).toBe(true);
+      await act(() => vi.advanceTimersByTimeAsync(1_000));
+      await settledOn(() => result.current.isSuccess);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(result.current).toMatchObject({ attempt: 2, nextRetryAt: undefined });
     expect(await ordersOfUser()).toBe(1);
   });
@@ -273,7 +295,6 @@ describe("offline", () => {
     const { result } = render();
     act(() => result.current.mutate(tea));
     await waitFor(() => expect(result.current.isPaused).toBe(true));
-    await new Promise((done) => setTimeout(done, 100));
     expect(posts()).toHaveLength(0);
     act(() => onlineManager.setOnline(true));
     await waitFor(() => expect(result.current.isSuccess).toBe(true));
@@ -287,7 +308,6 @@ describe("offline", () => {
     const { result } = render();
     act(() => result.current.mutate(tea));
     await waitFor(() => expect(result.current.isPaused).toBe(true));
-    await new Promise((done) => setTimeout(done, 200));
     expect(posts()).toHaveLength(1);
     act(() => {
       setNavigatorOnline(true);

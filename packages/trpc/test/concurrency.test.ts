@@ -19,11 +19,19 @@ afterAll(() => database.close());
 
 describe.each(["atomic", "lease"] as const)(`%s mode, ${DUPLICATES} concurrent duplicates`, (mode) => {
   it("runs the procedure once; every other answer is the same result or a 409 with Retry-After", async () => {
-    // Hold the first execution briefly so the duplicates really overlap it.
-    const app = createApp({ db: database.db, mode, hold: () => new Promise((done) => setTimeout(done, 150)) });
+    // Hold the first execution until every duplicate has reached the server, so they really overlap it.
+    let arrived = 0;
+    let everyoneArrived!: () => void;
+    const everyone = new Promise<void>((resolve) => {
+      everyoneArrived = resolve;
+    });
+    const app = createApp({ db: database.db, mode, hold: () => everyone });
     let server: ServedHandler | undefined;
     try {
-      server = await serveFetch(app.handler);
+      server = await serveFetch((request) => {
+        if (++arrived === DUPLICATES) everyoneArrived();
+        return app.handler(request);
+      });
       const url = server.url;
       const userId = `concurrent-${mode}`;
       const key = globalThis.crypto.randomUUID();
