@@ -214,7 +214,39 @@ describe("the engine keeping a running lease", () => {
     expect(run.signal().aborted).toBe(true);
     expect(String(run.signal().reason)).toMatch(/another request took the key over/);
     run.finish();
-    await run.done;
+    // The memory store still holds this call's fence (only renew() said otherwise), so its result lands.
+    expect(await run.done).toEqual({ replayed: false, value: "slow" });
+  });
+
+  it("aborts the signal when the lease runs out while renewals fail or never answer", async () => {
+    for (const renew of [() => Promise.reject(new Error("connection reset")), () => new Promise<boolean>(() => {})]) {
+      const { engine } = engineOver({ ...memoryStore(), renew });
+      const run = slowRun(engine);
+      await vi.advanceTimersByTimeAsync(999);
+      expect(run.signal().aborted).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(run.signal().aborted).toBe(true);
+      run.finish();
+      await run.done;
+    }
+  });
+
+  it("counts a completion whose answer was lost but which landed, instead of calling the lease lost", async () => {
+    const store = memoryStore();
+    let calls = 0;
+    const lostAnswer: IdempotencyStore = {
+      ...store,
+      complete: async (...args) => {
+        const stored = await store.complete(...args);
+        if (++calls === 1) throw new Error("connection reset after the update");
+        return stored;
+      },
+    };
+    const { engine, types } = engineOver(lostAnswer);
+    const outcome = engine.run(request, ok('"paid"'));
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await outcome).toEqual({ replayed: false, value: '"paid"' });
+    expect(types()).toEqual(["executed"]);
   });
 
   it("tries again to store a result the store failed to take, and never answers 'not run' for work that ran", async () => {

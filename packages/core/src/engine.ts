@@ -45,7 +45,7 @@ export interface IdempotencyEvent extends RecordId {
   type: IdempotencyEventType;
   /** For `conflict`: when a retry can succeed, in ms from now. */
   retryAfterMs?: number;
-  /** For `store_error` and `released`: what went wrong. */
+  /** For `store_error`, `released` and `result_not_stored`: what went wrong. */
   error?: unknown;
 }
 
@@ -115,7 +115,6 @@ export type RunResult<T> = { replayed: false; value: T } | { replayed: true; res
 const HOUR_MS = 3_600_000;
 /** Waits between attempts to store a lease-mode result after the store failed: short, the client is waiting. */
 const COMPLETION_RETRY_DELAYS_MS = [100, 400];
-const NEVER_ABORTED = new AbortController().signal;
 
 /** Builds the engine once per protected endpoint; `run` is called per request. */
 export function createIdempotencyEngine<Tx>({
@@ -132,6 +131,9 @@ export function createIdempotencyEngine<Tx>({
   const atomic = store.atomic;
   if (mode === IdempotencyMode.ATOMIC && !atomic) {
     throw new TypeError("This store has no atomic mode; use mode: 'lease'.");
+  }
+  if (mode === IdempotencyMode.LEASE && typeof store.renew !== "function") {
+    throw new TypeError("This store has no renew(): lease mode renews a running call's lease, so it needs one.");
   }
   const cache = new ReplayCache(replayCacheSize);
   let observerFailed = false;
@@ -218,15 +220,17 @@ export function createIdempotencyEngine<Tx>({
 
     const { leaseExpiresAt } = claim;
     const lease = keepLease({ store, id: claim.id, fence, leaseMs, leaseExpiresAt, maxHoldMs, now });
-    let settlement: Settlement<T>;
-    try {
-      settlement = await execute({ tx: undefined, signal: lease.signal });
-    } catch (error) {
-      await releaseQuietly(request, fence, error);
-      throw error;
-    } finally {
-      lease.stop();
+    const outcome = await execute({ tx: undefined, signal: lease.signal }).then(
+      (settlement) => ({ settlement }),
+      (error: unknown) => ({ error }),
+    );
+    // The work settled: no renewal may run (and abort its signal) while its outcome is released or stored.
+    lease.stop();
+    if ("error" in outcome) {
+      await releaseQuietly(request, fence, outcome.error);
+      throw outcome.error;
     }
+    const { settlement } = outcome;
     const { response } = settlement;
     if (response === undefined) {
       await releaseQuietly(request, fence, undefined);
@@ -235,14 +239,15 @@ export function createIdempotencyEngine<Tx>({
     const expiresAt = now() + ttlMs;
     let stored: boolean;
     try {
-      stored = await completeSoon(claim.id, fence, response, expiresAt);
+      stored = await completeWithRetries(claim.id, fence, response, expiresAt);
     } catch (error) {
-      // The work ran: answering "not run, retry" (STORE_UNAVAILABLE) would be a lie.
+      // The work ran: answering "not run, retry" (STORE_UNAVAILABLE) would be a lie. The key stays held until its
+      // lease ends, and only then can a retry run it again.
       emit(IdempotencyEventType.RESULT_NOT_STORED, request, { error });
       throw new IdempotencyError(
         IdempotencyErrorCode.RESULT_NOT_STORED,
         "The request ran, but its result could not be stored; a retry runs it again once its lease ends.",
-        { cause: error, retryAfterMs: busyRetryAfterMs },
+        { cause: error, retryAfterMs: Math.max(lease.leaseEndsAt - now(), 0) },
       );
     }
     if (!stored) {
@@ -258,16 +263,29 @@ export function createIdempotencyEngine<Tx>({
     return { replayed: false, value: settlement.value };
   }
 
-  /** Stores a lease-mode result, trying again shortly when the store fails: the work already ran. */
-  async function completeSoon(id: RecordId, fence: number, response: StoredResponse, expiresAt: number) {
-    for (const delayMs of COMPLETION_RETRY_DELAYS_MS) {
-      try {
-        return await store.complete(id, fence, response, expiresAt);
-      } catch {
-        await abortableDelay(delayMs);
-      }
+  /**
+   * Stores a lease-mode result, trying again shortly when the store fails: the work already ran. An attempt that
+   * failed may still have landed (its answer lost), so a later "not yours" is checked against the record.
+   */
+  async function completeWithRetries(
+    id: RecordId,
+    fence: number,
+    response: StoredResponse,
+    expiresAt: number,
+    delaysMs: readonly number[] = COMPLETION_RETRY_DELAYS_MS,
+    failedBefore = false,
+  ): Promise<boolean> {
+    try {
+      if (await store.complete(id, fence, response, expiresAt)) return true;
+      if (!failedBefore) return false;
+      const record = await store.get(id);
+      return record?.state === RecordState.COMPLETED && record.fence === fence;
+    } catch (error) {
+      const [delayMs, ...later] = delaysMs;
+      if (delayMs === undefined) throw error;
+      await abortableDelay(delayMs);
+      return completeWithRetries(id, fence, response, expiresAt, later, true);
     }
-    return store.complete(id, fence, response, expiresAt);
   }
 
   function remember(request: IdempotentRequest, fence: number, response: StoredResponse, expiresAt: number): void {
@@ -302,7 +320,8 @@ export function createIdempotencyEngine<Tx>({
         if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now, report);
         let settlement: Settlement<T>;
         try {
-          settlement = await execute({ tx: session.tx, signal: NEVER_ABORTED });
+          // The transaction holds the key until it ends: nothing can take it over, so this never aborts.
+          settlement = await execute({ tx: session.tx, signal: new AbortController().signal });
         } catch (error) {
           throw new WorkFailed(error);
         }

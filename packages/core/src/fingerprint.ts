@@ -56,7 +56,9 @@ export async function fingerprintAsync(value: unknown): Promise<string> {
     }),
   );
   const writeBlob: BlobWriter = (blob) => {
-    const content = JSON.stringify(digests.get(blob));
+    const digest = digests.get(blob);
+    if (digest === undefined) throw new TypeError(`A ${typeName(blob)} was not read before fingerprinting.`);
+    const content = JSON.stringify(digest);
     return isFile(blob)
       ? `~F[${JSON.stringify(blob.name)},${JSON.stringify(blob.type)},${content}]`
       : `~B[${JSON.stringify(blob.type)},${content}]`;

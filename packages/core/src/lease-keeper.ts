@@ -7,7 +7,9 @@
  *   claim ──▶ renew ──▶ renew ──▶ … ──▶ (maxHoldMs) no more renewals ──▶ lease ends: signal aborts, takeover possible
  *               └─ refused (another fence holds the key) ──▶ signal aborts at once
  *
- * The procedure gets the signal, so work whose result can no longer be stored stops instead of running on.
+ * The signal also aborts when the lease runs out because renewals failed or never answered (a hung store): from
+ * then on another request may take the key over. The procedure gets the signal, so work whose result can no
+ * longer be stored stops instead of running on.
  */
 import type { IdempotencyStore, RecordId } from "./store.js";
 
@@ -25,13 +27,15 @@ export interface LeaseKeeperOptions {
 }
 
 export interface LeaseKeeper {
-  /** Aborts when the lease is lost: taken over, or run out after the last renewal. */
+  /** Aborts when the lease is lost: taken over, or run out after the last renewal that got through. */
   readonly signal: AbortSignal;
+  /** When the lease ends as far as this call knows, in ms since the epoch. */
+  readonly leaseEndsAt: number;
   /** Stops renewing (the call settled). */
   stop(): void;
 }
 
-/** Starts renewing; call `stop()` once the procedure settled. */
+/** Starts renewing; call `stop()` as soon as the procedure settled. */
 export function keepLease({
   store,
   id,
@@ -44,41 +48,51 @@ export function keepLease({
   const controller = new AbortController();
   const holdEndsAt = now() + maxHoldMs;
   let leaseEndsAt = leaseExpiresAt;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let renewal: ReturnType<typeof setTimeout> | undefined;
+  let expiry: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
 
-  const lose = (reason: string) => {
-    if (!stopped) controller.abort(new Error(`The lease of ${id.path} was lost: ${reason}.`));
+  const stop = () => {
     stopped = true;
+    clearTimeout(renewal);
+    clearTimeout(expiry);
   };
-  const next = () => {
+  const lose = (reason: string) => {
     if (stopped) return;
-    const at = now();
-    if (leaseEndsAt >= holdEndsAt) {
-      timer = setTimeout(() => lose(`held for maxHoldMs (${maxHoldMs} ms)`), Math.max(0, leaseEndsAt - at));
-      return;
-    }
-    timer = setTimeout(renew, Math.max(1, Math.min(leaseMs / 3, leaseEndsAt - at)));
+    stop();
+    controller.abort(new DOMException(`The lease of ${id.path} was lost: ${reason}.`, "AbortError"));
+  };
+  /** Whatever renewals do, the signal aborts when the lease this call knows of ends. */
+  const armExpiry = () => {
+    clearTimeout(expiry);
+    const reason = leaseEndsAt >= holdEndsAt ? `held for maxHoldMs (${maxHoldMs} ms)` : "no renewal got through";
+    expiry = setTimeout(() => lose(reason), Math.max(0, leaseEndsAt - now()));
+  };
+  const scheduleRenewal = () => {
+    if (stopped || leaseEndsAt >= holdEndsAt) return;
+    renewal = setTimeout(renew, Math.max(1, Math.min(leaseMs / 3, leaseEndsAt - now())));
   };
   const renew = async () => {
     const until = Math.min(now() + leaseMs, holdEndsAt);
     try {
       // The fence decides, not the clock: a late renewal still holds the key if nobody took it over meanwhile.
       if (!(await store.renew(id, fence, until))) return lose("another request took the key over");
+      if (stopped) return;
       leaseEndsAt = until;
+      armExpiry();
     } catch {
-      // The store is unreachable: keep trying while the lease lasts.
-      if (now() >= leaseEndsAt) return lose("the store could not renew it before it ran out");
+      // The store is unreachable: try again soon; the expiry timer aborts if the lease runs out first.
     }
-    next();
+    scheduleRenewal();
   };
 
-  next();
+  armExpiry();
+  scheduleRenewal();
   return {
     signal: controller.signal,
-    stop() {
-      stopped = true;
-      clearTimeout(timer);
+    get leaseEndsAt() {
+      return leaseEndsAt;
     },
+    stop,
   };
 }

@@ -24,7 +24,13 @@ import type {
   StoredRecord,
   StoredResponse,
 } from "@idemkit/core";
-import { ProcedureTransactionError, RecordState, replacement } from "@idemkit/core";
+import {
+  IdempotencyError,
+  IdempotencyErrorCode,
+  ProcedureTransactionError,
+  RecordState,
+  replacement,
+} from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import { sql } from "drizzle-orm";
 import { getTableConfig, type PgDatabase, type PgQueryResultHKT } from "drizzle-orm/pg-core";
@@ -192,13 +198,30 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     },
   };
 
-  /** Stores an error answer whose transaction the driver refused to commit, as the first request for its key. */
+  /**
+   * Stores an error answer whose transaction the driver refused to commit, as the first request for its key. A
+   * duplicate that waited for the key may have claimed it in between: then that one answers, and this call is told
+   * to come back for its result, as any duplicate would be.
+   */
   async function recordAgain(request: ClaimRequest, response: StoredResponse, expiresAt: number): Promise<void> {
-    await db.transaction(async (tx) => {
-      const outcome = await claimWith(tx, request);
-      if (outcome.status !== "claimed") throw new Error(`Another request claimed ${request.id.path} meanwhile.`);
-      await completeWith(tx, request.id, outcome.fence, response, expiresAt);
-    });
+    const recorded = await db
+      .transaction(async (tx) => {
+        const outcome = await claimWith(tx, request);
+        if (outcome.status !== "claimed") return false;
+        if (!(await completeWith(tx, request.id, outcome.fence, response, expiresAt))) throw new Error("lost");
+        return true;
+      })
+      .catch((error: unknown) => {
+        if (isLockTimeout(error)) return false;
+        throw error;
+      });
+    if (!recorded) {
+      throw new IdempotencyError(
+        IdempotencyErrorCode.IN_PROGRESS,
+        "Another request with this Idempotency-Key took over while this one was recorded; retry for its answer.",
+        { retryAfterMs: 1_000 },
+      );
+    }
   }
 
   return {
@@ -355,11 +378,9 @@ function keyOf({ scope, path, key }: RecordId): unknown[] {
   return [scope, path, key];
 }
 
-function claimParams(request: ClaimRequest, waitSetting?: string): unknown[] {
+function claimParams(request: ClaimRequest, waitSetting: string): unknown[] {
   const { id, fingerprint, leaseExpiresAt, expiresAt } = request;
-  const params = [...keyOf(id), fingerprint, leaseExpiresAt, expiresAt];
-  if (waitSetting !== undefined) params.push(waitSetting);
-  return params;
+  return [...keyOf(id), fingerprint, leaseExpiresAt, expiresAt, waitSetting];
 }
 
 function toRecord(row: Row): StoredRecord {
@@ -422,14 +443,20 @@ async function isProcedureFailure(error: unknown, completion: Promise<boolean>):
   return state !== undefined && !SERVER_TROUBLE.test(state);
 }
 
-/** SQLSTATE classes of a connection, resources, operator intervention or the server itself failing. */
-const SERVER_TROUBLE = /^(08|53|57|58|XX)/;
+/**
+ * SQLSTATEs that are not the procedure's doing: a connection, resources, the server or an operator failing, and a
+ * transaction that conflicted with another (class 40, worth retrying whole). A statement timeout (57014) the
+ * procedure caught is its own, as it is on every driver.
+ */
+const SERVER_TROUBLE = /^(08|40|53|58|XX)|^57(?!014)/;
+/** A SQLSTATE's shape: a standard class starts with a digit; PL/pgSQL, foreign-data and file ones with these. */
+const SQLSTATE = /^([0-9][0-9A-Z]|HV|P0|F0|XX)[0-9A-Z]{3}$/;
 
-/** The SQLSTATE of a PostgreSQL error, wherever the driver (or Drizzle's wrapper) put it. */
+/** The SQLSTATE of a PostgreSQL error, wherever the driver (or Drizzle's wrapper) put it; never a Node error code. */
 function sqlStateOf(error: unknown): string | undefined {
   for (let current = error; typeof current === "object" && current !== null; ) {
     const { code } = current as { code?: unknown };
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
+    if (typeof code === "string" && SQLSTATE.test(code)) return code;
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;

@@ -212,6 +212,8 @@ describe.each([IdempotencyMode.ATOMIC, IdempotencyMode.LEASE])("the contract's m
               mode,
               leaseMs: LEASE_MS,
               ttlMs: TTL_MS,
+              // Every replay reads PostgreSQL, not the in-process cache, so the store's own answers are checked.
+              replayCacheSize: 0,
               now: () => clock.now,
             }),
             store,

@@ -137,11 +137,12 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   const mutateAsync = useCallback(
     (input: TDef["input"], callOptions?: MutateOptions<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>) => {
       if (inFlight.current) return inFlight.current;
-      // Files by name, size and date, not bytes: reading them would delay the click, and the server compares bytes.
-      const inputFingerprint = fingerprint(input, { blobs: "metadata" });
+      const inputFingerprint = actionFingerprint(input);
       const stored = store.read();
       const current =
-        stored?.fingerprint === inputFingerprint ? stored : { key: newIdempotencyKey(), fingerprint: inputFingerprint };
+        inputFingerprint !== undefined && stored?.fingerprint === inputFingerprint
+          ? stored
+          : { key: newIdempotencyKey(), fingerprint: inputFingerprint ?? "" };
       store.write(current);
       action.current = current;
       setKey(current.key);
@@ -199,5 +200,18 @@ function nextProgress(current: Progress, event: IdempotencyProgress): Progress {
       return { ...current, nextRetryAt: undefined, replayed: event.replayed };
     case "failure":
       return { ...current, nextRetryAt: undefined };
+  }
+}
+
+/**
+ * What tells one action's input from another's: files by name, size and date, not bytes (reading them would delay
+ * the click; the server compares bytes). Undefined for an input that cannot be compared (a class instance): each
+ * press is then an action of its own, and the server refuses such an input with a 400 that says why.
+ */
+function actionFingerprint(input: unknown): string | undefined {
+  try {
+    return fingerprint(input, { blobs: "metadata" });
+  } catch {
+    return undefined;
   }
 }

@@ -128,7 +128,7 @@ async function mutateWithRetries(
   signal: AbortSignal,
 ): Promise<OperationResultEnvelope<unknown, TRPCClientError<AnyTRPCRouter>>> {
   const key = call.key === undefined ? newIdempotencyKey() : parseIdempotencyKey(call.key, path);
-  const report = observer(call.onProgress);
+  const report = reportingSafely(call.onProgress);
   // Time spent offline does not count against maxElapsedMs: that budget is for a server that keeps failing.
   let budgetStartMs = Date.now();
   for (let attempt = 1; ; attempt++) {
@@ -165,7 +165,7 @@ async function mutateWithRetries(
 }
 
 /** Calls `onProgress` so that it can never change the mutation's outcome: a throw is logged, once per mutation. */
-function observer(onProgress: ((progress: IdempotencyProgress) => void) | undefined) {
+function reportingSafely(onProgress: ((progress: IdempotencyProgress) => void) | undefined) {
   let failed = false;
   return (progress: IdempotencyProgress) => {
     try {
