@@ -9,9 +9,7 @@ import {
   IdempotencyErrorCode,
   IdempotencyMode,
   isIdempotencyError,
-  isPurgeable,
   RecordState,
-  replacement,
   type StoredRecord,
 } from "@idemkit/core";
 import { createIdempotencyEngine, type Execution, type IdempotencyEngine } from "@idemkit/core/internal";
@@ -58,10 +56,21 @@ interface Real {
 
 const recordName = (scope: string, key: string) => `${scope}/${key}`;
 
+// The model's own reading of DESIGN.md §2, written apart from the code under test (core's replacement()).
+
 /** The record as the contract sees it at `now`: a record past its TTL (and not held by a live lease) is absent. */
 function live(model: Model, name: string): StoredRecord | undefined {
   const record = model.records.get(name);
-  return record && !isPurgeable(record, model.now) ? record : undefined;
+  if (!record) return undefined;
+  const leaseLive = record.state === RecordState.IN_PROGRESS && record.leaseExpiresAt > model.now;
+  return record.expiresAt <= model.now && !leaseLive ? undefined : record;
+}
+
+/** A crashed call's record whose lease ended is taken over by the same request, never by another input. */
+function takenOver(model: Model, record: StoredRecord, fingerprint: string): boolean {
+  return (
+    record.state === RecordState.IN_PROGRESS && record.leaseExpiresAt <= model.now && record.fingerprint === fingerprint
+  );
 }
 
 class Send implements fc.AsyncCommand<Model, Real> {
@@ -116,7 +125,7 @@ class Send implements fc.AsyncCommand<Model, Real> {
       return this.outcome === "fails" ? { refused: "Error: the procedure failed" } : { ran: "transient" };
     };
     let expected: unknown;
-    if (!record || replacement(record, { now: model.now, fingerprint })) expected = ran();
+    if (!record || takenOver(model, record, fingerprint)) expected = ran();
     else if (record.fingerprint !== fingerprint) expected = { refused: IdempotencyErrorCode.FINGERPRINT_MISMATCH };
     else if (record.state === RecordState.COMPLETED) expected = { replayed: record.response };
     else expected = { refused: IdempotencyErrorCode.IN_PROGRESS };
@@ -157,7 +166,7 @@ class Crash implements fc.AsyncCommand<Model, Real> {
       expiresAt: now + TTL_MS,
     });
     const record = live(model, name);
-    const claimable = !record || replacement(record, { now: model.now, fingerprint });
+    const claimable = !record || takenOver(model, record, fingerprint);
     expect(claim.status, this.toString()).toBe(claimable ? "claimed" : "exists");
     if (claimable) {
       model.records.set(name, {
