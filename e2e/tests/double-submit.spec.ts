@@ -34,6 +34,17 @@ test("the page loads without a failed request, its icon included", async ({ page
   expect(failed).toEqual([]);
 });
 
+test("an API call without the uid cookie is refused, not taken for a new user whose retries each place an order", async ({
+  request,
+}) => {
+  const response = await request.post(PLACE_ORDER_PATH, {
+    headers: { "content-type": "application/json", "idempotency-key": globalThis.crypto.randomUUID() },
+    data: superjson.serialize({ items: [{ sku: "tea", qty: 1 }] }),
+  });
+  expect(response.status()).toBe(401);
+  expect(response.headers()["set-cookie"]).toBeUndefined();
+});
+
 test("a double click places one order", async ({ page }) => {
   const keys = recordKeys(page);
   await placeOrderButton(page).dblclick();

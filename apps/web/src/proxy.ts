@@ -1,4 +1,8 @@
-/** Gives every visitor a `uid` cookie on the first request, and the request itself sees it too. */
+/**
+ * Gives every visitor a `uid` cookie on their first page view, and that request sees it too. API calls are left
+ * alone: one without the cookie is answered 401, rather than being a new user each time (whose retries would then
+ * each place an order of their own).
+ */
 import { type NextRequest, NextResponse } from "next/server";
 import { newUserId, USER_COOKIE, userFromCookies } from "@/server/user";
 
@@ -14,4 +18,4 @@ export function proxy(request: NextRequest): NextResponse {
   return response;
 }
 
-export const config = { matcher: ["/((?!_next/|favicon.ico).*)"] };
+export const config = { matcher: ["/((?!_next/|api/|favicon.ico).*)"] };

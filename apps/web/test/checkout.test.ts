@@ -13,7 +13,7 @@ import superjson from "superjson";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type OpenDatabase, openDatabase } from "../src/server/database";
 import { armFaults } from "../src/server/faults";
-import { type AppRouter, createHandler, createRouter } from "../src/server/router";
+import { type AppRouter, createHandler, createRouter, MAX_BODY_BYTES } from "../src/server/router";
 import { orderLines, payments } from "../src/server/schema";
 
 let dataDir: string;
@@ -69,6 +69,32 @@ it("refuses a request without a valid uid cookie, before anything runs", async (
       .catch((caught) => caught);
     expect(error.data).toMatchObject({ httpStatus: 401, code: "UNAUTHORIZED" });
   }
+});
+
+it("answers 413 to a body over the limit, declared or streamed, before tRPC reads it", async () => {
+  const cart = JSON.stringify({ json: { items: [{ sku: "tea", qty: 1 }] }, padding: "x".repeat(MAX_BODY_BYTES) });
+  const declared = await fetch(`${server.url}/api/trpc/checkout.placeOrder`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      cookie: "uid=ada",
+      "idempotency-key": globalThis.crypto.randomUUID(),
+    },
+    body: cart,
+  });
+  expect(declared.status).toBe(413);
+  expect(await declared.json()).toMatchObject({ error: { code: "PAYLOAD_TOO_LARGE" } });
+  const streamed = await fetch(`${server.url}/api/trpc/checkout.placeOrder`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      cookie: "uid=ada",
+      "idempotency-key": globalThis.crypto.randomUUID(),
+    },
+    body: new Blob([cart]).stream(),
+    duplex: "half",
+  } as RequestInit);
+  expect(streamed.status).toBe(413);
 });
 
 it("has no fault switches unless IDEMKIT_FAULTS=1", async () => {

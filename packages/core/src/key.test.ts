@@ -24,6 +24,10 @@ describe("parseIdempotencyKey", () => {
     expect(parseIdempotencyKey('  "padded"  ')).toBe("padded");
   });
 
+  it("drops only the spaces and tabs HTTP puts around a value", () => {
+    expect(parseIdempotencyKey(" \tabc-123\t ")).toBe("abc-123");
+  });
+
   it("names the header and the operation when the key is missing", () => {
     expect(() => parseIdempotencyKey(undefined, "orders.place")).toThrow(/Idempotency-Key.*orders\.place/);
     expect(codeOf(null)).toBe(IdempotencyErrorCode.KEY_MISSING);
@@ -43,6 +47,9 @@ describe("parseIdempotencyKey", () => {
     ["a bare inner quote", '"a"b"'],
     ["a dangling escape", '"abc\\"'],
     ["an unknown escape", '"a\\nb"'],
+    ["led by a non-breaking space", "\u00a0abc"],
+    ["ended by a non-breaking space", "abc\u00a0"],
+    ["ended by a line separator", "abc\u2028"],
   ])("refuses a key that is %s", (_, header) => {
     expect(codeOf(header)).toBe(IdempotencyErrorCode.KEY_INVALID);
   });

@@ -25,7 +25,9 @@ export function parseIdempotencyKey(header: string | null | undefined, what = "t
       `The ${IDEMPOTENCY_KEY_HEADER} header is required for ${what}.`,
     );
   }
-  const key = unquote(header.trim());
+  // HTTP strips spaces and tabs around a field value; anything else (a non-breaking space) is part of the key,
+  // and so refused below rather than silently trimmed into a valid one.
+  const key = unquote(header.replace(/^[ \t]+|[ \t]+$/g, ""));
   if (key === undefined || key.length === 0 || key.length > MAX_KEY_LENGTH || !VISIBLE_ASCII.test(key)) {
     throw new IdempotencyError(
       IdempotencyErrorCode.KEY_INVALID,
