@@ -34,6 +34,12 @@ test("the page loads without a failed request, its icon included", async ({ page
   expect(failed).toEqual([]);
 });
 
+test("the instance says it is ready once its database is open", async ({ request }) => {
+  const response = await request.get("/api/health");
+  expect(response.status()).toBe(200);
+  expect(await response.json()).toEqual({ status: "ready" });
+});
+
 test("an API call without the uid cookie is refused, not taken for a new user whose retries each place an order", async ({
   request,
 }) => {

@@ -1,7 +1,16 @@
-/** Opens and migrates the database when the server starts, so the first visitor does not wait for it. */
+/**
+ * Opens and migrates the database when the server starts, so the first visitor does not wait for it. A database
+ * that cannot be reached yet must not fail the start: Next.js would keep that failure for the life of the process
+ * and answer 500 to everything, even once the database is back. So it is logged, and every request tries again
+ * (the API answers 503 meanwhile, and /api/health says not ready).
+ */
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   const { database } = await import("./server/database");
-  const { description } = await database();
-  console.log(`checkout database: ${description}`);
+  try {
+    const { description } = await database();
+    console.log(`checkout database: ${description}`);
+  } catch (error) {
+    console.error("checkout database not reachable yet; the API answers 503 until it is:", error);
+  }
 }

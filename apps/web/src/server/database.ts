@@ -7,6 +7,7 @@ import { mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import type { Sql } from "postgres";
 import { env } from "./env";
 
 export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
@@ -56,7 +57,12 @@ export async function openDatabase({
     const { migrate } = await import("drizzle-orm/postgres-js/migrator");
     const client = postgres(url, { max, onnotice: () => {} });
     const db = drizzle(client);
-    await migrate(db, { migrationsFolder: MIGRATIONS });
+    try {
+      await inTurn(postgres(url, { max: 1, onnotice: () => {} }), () => migrate(db, { migrationsFolder: MIGRATIONS }));
+    } catch (error) {
+      await client.end({ timeout: 1 });
+      throw error;
+    }
     return { db, description: `PostgreSQL at ${new URL(url).host}`, close: () => client.end({ timeout: 5 }) };
   }
   const { PGlite } = await import("@electric-sql/pglite");
@@ -67,4 +73,21 @@ export async function openDatabase({
   const db = drizzle(client);
   await migrate(db, { migrationsFolder: MIGRATIONS });
   return { db, description: `embedded PGlite in ${dataDir}`, close: () => client.close() };
+}
+
+/** Any 64-bit number the app uses for nothing else: the advisory lock its instances take turns migrating under. */
+const MIGRATION_LOCK = "7270614126";
+
+/**
+ * Runs `migrate` while holding a PostgreSQL advisory lock on a connection of its own (`locker`, ended after), so
+ * instances that start together on an empty database migrate one after the other: the first creates the tables,
+ * the others find them done. Without it they race on the same `create table` and the losers fail to start.
+ */
+async function inTurn(locker: Sql, migrate: () => Promise<void>): Promise<void> {
+  try {
+    await locker`select pg_advisory_lock(${MIGRATION_LOCK}::bigint)`;
+    await migrate();
+  } finally {
+    await locker.end({ timeout: 1 });
+  }
 }
