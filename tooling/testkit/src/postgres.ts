@@ -14,6 +14,13 @@ export interface RunningPostgres {
   /** Connection URL of the maintenance database (`postgres`). */
   url: string;
   stop(): Promise<void>;
+  /**
+   * Stops the server as an outage would (fast shutdown: connections cut, nothing accepted) and keeps its data, for
+   * `resume()`. Absent for the server at DATABASE_URL, which is not this process's to stop.
+   */
+  halt?(): Promise<void>;
+  /** Starts a halted server again on the same port, with its data. */
+  resume?(): Promise<void>;
 }
 
 export interface StartPostgresOptions {
@@ -39,7 +46,8 @@ export async function startPostgres({ durable = false }: StartPostgresOptions = 
     port,
     user: "postgres",
     password,
-    persistent: false,
+    // Kept on stop, so the server can be halted and resumed; stop() removes the folder itself.
+    persistent: true,
     createPostgresUser: asRoot,
     initdbFlags: durable ? [] : ["--no-sync"],
     postgresFlags: durable ? ["-c", "max_connections=200"] : ["-c", "fsync=off", "-c", "max_connections=200"],
@@ -54,6 +62,8 @@ export async function startPostgres({ durable = false }: StartPostgresOptions = 
       await server.stop();
       await rm(databaseDir, { recursive: true, force: true });
     },
+    halt: () => server.stop(),
+    resume: () => server.start(),
   };
 }
 
