@@ -271,3 +271,178 @@ describe("the engine keeping a running lease", () => {
     }
   });
 });
+
+describe("the engine bounding its waits on the store", () => {
+  const T0 = Date.UTC(2026, 0, 1);
+  beforeEach(() => {
+    vi.useFakeTimers({ now: T0 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** A promise the test settles by hand: a connection, a claim or a commit that takes as long as the test says. */
+  function gate<T = void>() {
+    let open!: (value: T) => void;
+    const opened = new Promise<T>((resolve) => {
+      open = resolve;
+    });
+    return { opened, open };
+  }
+
+  /**
+   * An atomic store whose every step waits for the test: the connection (`connection`), the claim's answer
+   * (`claimed`) and the commit (`committed`). It records what happened inside the transaction.
+   */
+  function stalledAtomicStore() {
+    const connection = gate();
+    const claimed = gate<{ status: "claimed"; fence: number; takeover: false }>();
+    const committed = gate();
+    const log: string[] = [];
+    /** What each claim was allowed to wait for a running duplicate. */
+    const waits: Array<number | undefined> = [];
+    const store: IdempotencyStore<string> = {
+      ...(memoryStore() as IdempotencyStore<never>),
+      atomic: {
+        waitMs: 500,
+        async transaction(work) {
+          await connection.opened;
+          log.push("begin");
+          try {
+            const value = await work({
+              tx: "tx",
+              claim: async (claim) => {
+                log.push("claim");
+                waits.push(claim.waitMs);
+                return claimed.opened;
+              },
+              complete: async () => {
+                log.push("complete");
+              },
+            });
+            await committed.opened;
+            log.push("commit");
+            return value;
+          } catch (error) {
+            log.push("rollback");
+            throw error;
+          }
+        },
+      },
+    };
+    return { store, connection, claimed, committed, log, waits };
+  }
+
+  function engineOver(store: IdempotencyStore<string>) {
+    const events: IdempotencyEvent[] = [];
+    const engine = createIdempotencyEngine({
+      store,
+      replayCacheSize: 0,
+      storeTimeoutMs: 2_000,
+      transactionTimeoutMs: 10_000,
+      now: Date.now,
+      onEvent: (event) => events.push(event),
+    });
+    return { engine, types: () => events.map((event) => event.type) };
+  }
+
+  /** The refusal a run ends with, and when, in ms after T0. */
+  async function refusal(outcome: Promise<unknown>) {
+    try {
+      await outcome;
+    } catch (error) {
+      if (!isIdempotencyError(error)) throw error;
+      return { code: error.code, retryAfterMs: error.retryAfterMs, at: Date.now() - T0, message: error.message };
+    }
+    throw new Error("the run was not refused");
+  }
+
+  it("answers 503 once waitMs passed without a connection, and never claims or runs when one comes later", async () => {
+    const { store, connection, log } = stalledAtomicStore();
+    const { engine, types } = engineOver(store);
+    let ran = false;
+    const outcome = refusal(
+      engine.run(request, async () => {
+        ran = true;
+        return { value: 1, response: { status: 200, body: "1" } };
+      }),
+    );
+    await vi.advanceTimersByTimeAsync(500);
+    expect(await outcome).toMatchObject({ code: "STORE_UNAVAILABLE", retryAfterMs: 1_000, at: 500 });
+    expect((await outcome).message).toMatch(/No database connection was free within 500 ms/);
+    connection.open();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(log).toEqual(["begin", "rollback"]);
+    expect(ran).toBe(false);
+    expect(types()).toEqual(["store_error"]);
+  });
+
+  it("spends only what is left of waitMs on the claim, and answers 503 when the claim itself never answers", async () => {
+    const { store, connection, log, waits } = stalledAtomicStore();
+    const { engine } = engineOver(store);
+    const outcome = refusal(engine.run(request, ok("1")));
+    await vi.advanceTimersByTimeAsync(300);
+    connection.open();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(waits).toEqual([200]);
+    await vi.advanceTimersByTimeAsync(200 + 2_000);
+    expect(await outcome).toMatchObject({ code: "STORE_UNAVAILABLE", at: 2_500 });
+    expect(log).toEqual(["begin", "claim", "rollback"]);
+  });
+
+  it("rolls back a transaction held past transactionTimeoutMs and answers 503, without storing its result", async () => {
+    const { store, connection, claimed, log } = stalledAtomicStore();
+    const { engine, types } = engineOver(store);
+    const work = gate<Settlement<string>>();
+    const outcome = refusal(engine.run(request, () => work.opened));
+    connection.open();
+    claimed.open({ status: "claimed", fence: 1, takeover: false });
+    await vi.advanceTimersByTimeAsync(10_000);
+    const answered = await outcome;
+    expect(answered).toMatchObject({ code: "STORE_UNAVAILABLE", at: 10_000 });
+    expect(answered.message).toMatch(/open for more than 10000 ms and was rolled back/);
+    expect(log).toEqual(["begin", "claim", "rollback"]);
+    work.open({ value: "late", response: { status: 200, body: '"late"' } });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(log).toEqual(["begin", "claim", "rollback"]);
+    expect(types()).toEqual(["store_error"]);
+  });
+
+  it("answers 503 'outcome unknown' when the commit is not confirmed within storeTimeoutMs", async () => {
+    const { store, connection, claimed, log } = stalledAtomicStore();
+    const { engine } = engineOver(store);
+    const outcome = refusal(engine.run(request, ok("1")));
+    connection.open();
+    claimed.open({ status: "claimed", fence: 1, takeover: false });
+    await vi.advanceTimersByTimeAsync(2_000);
+    const answered = await outcome;
+    expect(answered).toMatchObject({ code: "STORE_UNAVAILABLE", at: 2_000 });
+    expect(answered.message).toMatch(/outcome is unknown; retry with the same key/);
+    expect(log).toEqual(["begin", "claim", "complete"]);
+  });
+
+  it("lease mode: answers 503 when the claim never answers, and releases a claim that lands after that", async () => {
+    const inner = memoryStore();
+    const claimGate = gate();
+    const released: number[] = [];
+    const store: IdempotencyStore = {
+      ...inner,
+      claim: async (claim) => {
+        await claimGate.opened;
+        return inner.claim(claim);
+      },
+      release: async (id, fence) => {
+        released.push(fence);
+        return inner.release(id, fence);
+      },
+    };
+    const { engine } = engineOver(store as IdempotencyStore<string>);
+    const outcome = refusal(engine.run(request, ok("1")));
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(await outcome).toMatchObject({ code: "STORE_UNAVAILABLE", retryAfterMs: 1_000, at: 2_000 });
+    claimGate.open();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(released).toEqual([1]);
+    expect(await inner.get(request)).toBeUndefined();
+  });
+});

@@ -12,6 +12,8 @@
  * Completed records never change until they expire, so they are cached in process: a replay that hits the
  * cache costs no database round trip.
  */
+
+import { Deadline, within } from "./deadline.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError, isProcedureTransactionError } from "./errors.js";
 import { keepLease } from "./lease-keeper.js";
 import { abortableDelay } from "./retry.js";
@@ -76,6 +78,19 @@ export interface IdempotencyEngineOptions<Tx> {
    * then is let go like a crashed one: its lease runs out and a retry may take over. Default 15 minutes.
    */
   maxHoldMs?: number;
+  /**
+   * The longest one store call may take, in ms: a lease-mode claim, completion or release; in atomic mode the
+   * claim once its wait for a running duplicate is over, and the commit. Past it the request is answered 503
+   * `STORE_UNAVAILABLE` with `Retry-After` instead of waiting on a database (or driver) that does not answer.
+   * Default 5 seconds.
+   */
+  storeTimeoutMs?: number;
+  /**
+   * Atomic mode: the longest the idempotent transaction may stay open, procedure included, in ms. Past it the
+   * transaction is rolled back (its statements refused from then on) and the request is answered 503
+   * `STORE_UNAVAILABLE`, so a hung procedure or connection never holds a request, or a key, for ever. Default 30 s.
+   */
+  transactionTimeoutMs?: number;
   /** Completed records kept in memory for cheap replays. 0 turns the cache off. Default 10,000. */
   replayCacheSize?: number;
   /** The clock, in ms since the epoch. Injected so tests can move time; stores never read their own. */
@@ -113,6 +128,8 @@ export interface Settlement<T> {
 export type RunResult<T> = { replayed: false; value: T } | { replayed: true; response: StoredResponse };
 
 const HOUR_MS = 3_600_000;
+/** A duplicate's wait in atomic mode when the store does not state its own. */
+const DEFAULT_WAIT_MS = 5_000;
 /** Waits between attempts to store a lease-mode result after the store failed: short, the client is waiting. */
 const COMPLETION_RETRY_DELAYS_MS = [100, 400];
 
@@ -124,6 +141,8 @@ export function createIdempotencyEngine<Tx>({
   leaseMs = 60_000,
   maxHoldMs = 15 * 60_000,
   busyRetryAfterMs = 1_000,
+  storeTimeoutMs = 5_000,
+  transactionTimeoutMs = 30_000,
   replayCacheSize = 10_000,
   now = Date.now,
   onEvent,
@@ -183,12 +202,24 @@ export function createIdempotencyEngine<Tx>({
     );
   }
 
-  function storeFailure(request: IdempotentRequest, error: unknown): IdempotencyError {
+  function storeFailure(
+    request: IdempotentRequest,
+    error: unknown,
+    message = "The idempotency store is unavailable, so the request was not run; retry later.",
+  ): IdempotencyError {
     emit(IdempotencyEventType.STORE_ERROR, request, { error });
-    return new IdempotencyError(
-      IdempotencyErrorCode.STORE_UNAVAILABLE,
-      "The idempotency store is unavailable, so the request was not run; retry later.",
-      { cause: error },
+    return new IdempotencyError(IdempotencyErrorCode.STORE_UNAVAILABLE, message, {
+      cause: error,
+      retryAfterMs: busyRetryAfterMs,
+    });
+  }
+
+  /** A store call that may not take longer than `storeTimeoutMs`. */
+  function bounded<T>(call: Promise<T>, what: string): Promise<T> {
+    return within(
+      call,
+      storeTimeoutMs,
+      () => new Error(`The store did not answer ${what} within ${storeTimeoutMs} ms.`),
     );
   }
 
@@ -208,10 +239,13 @@ export function createIdempotencyEngine<Tx>({
     execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
   ): Promise<RunResult<T>> {
     const claim = claimRequest(request);
+    const claiming = store.claim(claim);
     let claimed: ClaimResult;
     try {
-      claimed = await store.claim(claim);
+      claimed = await bounded(claiming, "the claim");
     } catch (error) {
+      // A claim that lands after its request was answered would keep the key from the retry until its lease ends.
+      void claiming.then((late) => late.status === "claimed" && store.release(claim.id, late.fence)).catch(() => {});
       throw storeFailure(request, error);
     }
     if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now);
@@ -276,9 +310,9 @@ export function createIdempotencyEngine<Tx>({
     failedBefore = false,
   ): Promise<boolean> {
     try {
-      if (await store.complete(id, fence, response, expiresAt)) return true;
+      if (await bounded(store.complete(id, fence, response, expiresAt), "the completion")) return true;
       if (!failedBefore) return false;
-      const record = await store.get(id);
+      const record = await bounded(store.get(id), "a read");
       return record?.state === RecordState.COMPLETED && record.fence === fence;
     } catch (error) {
       const [delayMs, ...later] = delaysMs;
@@ -296,7 +330,7 @@ export function createIdempotencyEngine<Tx>({
   /** A failed release leaves the record until its lease ends; the request already failed, so don't mask that. */
   async function releaseQuietly(request: IdempotentRequest, fence: number, error: unknown): Promise<void> {
     try {
-      await store.release(request, fence);
+      await bounded(store.release(request, fence), "the release");
     } catch (releaseError) {
       emit(IdempotencyEventType.STORE_ERROR, request, { error: releaseError });
     }
@@ -306,32 +340,66 @@ export function createIdempotencyEngine<Tx>({
   async function runAtomic<T>(
     request: IdempotentRequest,
     execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
-    transaction: NonNullable<IdempotencyStore<Tx>["atomic"]>["transaction"],
+    atomic: NonNullable<IdempotencyStore<Tx>["atomic"]>,
   ): Promise<RunResult<T>> {
     const claim = claimRequest(request);
+    const startedAt = claim.now;
+    const waitMs = atomic.waitMs ?? DEFAULT_WAIT_MS;
     let committed: { fence: number; response: StoredResponse; expiresAt: number } | undefined;
     // Decisions taken inside the transaction are reported once it has ended, so no observer holds it open.
     const decided: Array<Parameters<Emit>> = [];
     const report: Emit = (...event) => void decided.push(event);
+    const unavailable = (message: string) => () => storeFailure(request, new Error(message), message);
+    const deadline = new Deadline();
+    // A duplicate's wait (waitMs) covers queueing for a connection as well as waiting on the key's row.
+    deadline.arm(
+      waitMs,
+      unavailable(`No database connection was free within ${waitMs} ms, so the request was not run; retry later.`),
+    );
     try {
-      const result = await transaction(async (session): Promise<RunResult<T>> => {
-        const claimed = await session.claim(claim);
-        if (claimed.status === "busy") return conflict(request, busyRetryAfterMs, report);
-        if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now, report);
-        let settlement: Settlement<T>;
-        try {
-          // The transaction holds the key until it ends: nothing can take it over, so this never aborts.
-          settlement = await execute({ tx: session.tx, signal: new AbortController().signal });
-        } catch (error) {
-          throw new WorkFailed(error);
-        }
-        const { response } = settlement;
-        if (response === undefined) throw new Rollback(settlement.value);
-        const expiresAt = now() + ttlMs;
-        await session.complete(claim.id, response, expiresAt, { undoEffects: response.status >= 400 });
-        committed = { fence: claimed.fence, response, expiresAt };
-        return { replayed: false, value: settlement.value };
-      });
+      const result = await deadline.race(
+        atomic.transaction(async (session): Promise<RunResult<T>> => {
+          // The connection came after the client was answered: roll back without claiming.
+          deadline.check();
+          const waitLeftMs = Math.max(1, waitMs - (now() - startedAt));
+          deadline.arm(
+            waitLeftMs + storeTimeoutMs,
+            unavailable(
+              `The idempotency store did not answer the claim in time, so the request was not run; retry later.`,
+            ),
+          );
+          const claimed = await deadline.race(session.claim({ ...claim, waitMs: waitLeftMs }));
+          if (claimed.status === "busy") return conflict(request, busyRetryAfterMs, report);
+          if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now, report);
+          deadline.arm(
+            startedAt + transactionTimeoutMs - now(),
+            unavailable(
+              `The request's transaction was open for more than ${transactionTimeoutMs} ms and was rolled back, ` +
+                "so none of its writes were kept; retry later.",
+            ),
+          );
+          // The transaction holds the key until it ends: nothing can take it over, so this signal never aborts.
+          const running = execute({ tx: session.tx, signal: new AbortController().signal });
+          const settlement = await deadline.race(
+            running.catch((error: unknown) => {
+              throw new WorkFailed(error);
+            }),
+          );
+          const { response } = settlement;
+          if (response === undefined) throw new Rollback(settlement.value);
+          deadline.arm(
+            storeTimeoutMs,
+            unavailable(
+              `The database did not confirm the commit within ${storeTimeoutMs} ms, so this request's outcome is ` +
+                "unknown; retry with the same key to get it.",
+            ),
+          );
+          const expiresAt = now() + ttlMs;
+          await session.complete(claim.id, response, expiresAt, { undoEffects: response.status >= 400 });
+          committed = { fence: claimed.fence, response, expiresAt };
+          return { replayed: false, value: settlement.value };
+        }),
+      );
       // Only now is the response durable, so only now may it be replayed from memory.
       if (committed) {
         remember(request, committed.fence, committed.response, committed.expiresAt);
@@ -354,6 +422,7 @@ export function createIdempotencyEngine<Tx>({
       if (isIdempotencyError(error)) throw error;
       throw storeFailure(request, error);
     } finally {
+      deadline.clear();
       for (const event of decided) emit(...event);
     }
   }
@@ -372,7 +441,7 @@ export function createIdempotencyEngine<Tx>({
       const cached = cache.get(request, now());
       if (cached) return answerExisting(request, cached, 0);
       return atomic && mode === IdempotencyMode.ATOMIC
-        ? runAtomic(request, execute, atomic.transaction.bind(atomic))
+        ? runAtomic(request, execute, atomic)
         : runLease(request, execute);
     },
   };

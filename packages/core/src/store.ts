@@ -64,6 +64,11 @@ export interface ClaimRequest {
   leaseExpiresAt: number;
   /** When the record stops counting (TTL), in ms since the epoch. */
   expiresAt: number;
+  /**
+   * Atomic mode: how long this claim may wait for a transaction that holds the key, in ms: what is left of the
+   * store's `waitMs` once the request got its connection. Absent: the store's own `waitMs`.
+   */
+  waitMs?: number;
 }
 
 /**
@@ -122,6 +127,11 @@ export interface AtomicCapability<Tx> {
    * transaction to the app in place of the app's own handle can check that it is the same database.
    */
   readonly database?: unknown;
+  /**
+   * How long a duplicate waits for the running call, in ms. The engine spends it on getting a connection and on
+   * the claim together, so a duplicate never waits longer than this in all. Default 5 seconds.
+   */
+  readonly waitMs?: number;
   /** Runs `work` in one transaction; a throw rolls everything back. */
   transaction<T>(work: (session: AtomicSession<Tx>) => Promise<T>): Promise<T>;
 }

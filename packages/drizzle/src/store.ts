@@ -79,7 +79,6 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   waitMs = 5_000,
   table = idempotencyKeys,
 }: DrizzleStoreOptions<TDb>): DrizzleStore<TDb> {
-  const waitSetting = `${Math.max(1, Math.round(waitMs))}ms`;
   const statements = statementsFor(qualifiedName(table));
   const guard = bypassGuard(db);
 
@@ -94,7 +93,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     afterLateClaim?: () => PromiseLike<unknown>,
   ): Promise<ClaimResult> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const [row] = await run(executor, statements.CLAIM, claimParams(request, waitSetting));
+      const [row] = await run(executor, statements.CLAIM, claimParams(request, waitMs));
       if (row?.claimed_fence != null) {
         if (attempt > 0) await afterLateClaim?.();
         return { status: "claimed", fence: Number(row.claimed_fence), takeover: false };
@@ -104,7 +103,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       if (!record) continue;
       const replaced = replacement(record, request);
       if (!replaced) return { status: "exists", record };
-      const [updated] = await run(executor, statements.REPLACE, [...claimParams(request, waitSetting), record.fence]);
+      const [updated] = await run(executor, statements.REPLACE, [...claimParams(request, waitMs), record.fence]);
       if (updated?.fence != null) {
         await afterLateClaim?.();
         return { status: "claimed", fence: Number(updated.fence), takeover: replaced.takeover };
@@ -137,6 +136,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
 
   const atomic: AtomicCapability<TransactionOf<TDb>> = {
     database: db,
+    waitMs,
     async transaction(work) {
       // The completing update is sent without waiting for its answer, so that drizzle's COMMIT follows it in
       // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
@@ -144,44 +144,15 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       let claimed: ClaimRequest | undefined;
       let completing: { response: StoredResponse; expiresAt: number; done: Promise<boolean> } | undefined;
       let finished: { value: Awaited<ReturnType<typeof work>> } | undefined;
+      let endStatements: (() => void) | undefined;
       try {
-        const result = await db.transaction(async (tx) => {
-          let fence: number | undefined;
-          const session: AtomicSession<TransactionOf<TDb>> = {
-            tx: tx as TransactionOf<TDb>,
-            async claim(request) {
-              guard?.name(request.id.path);
-              const claiming = claimWith(tx, request, () => tx.execute(sql`savepoint ${SAVEPOINT}`));
-              // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
-              // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it.
-              const savepoint = dispatch(tx.execute(sql`savepoint ${SAVEPOINT}`));
-              let outcome: ClaimResult;
-              try {
-                outcome = await claiming;
-              } catch (error) {
-                await savepoint.catch(() => {});
-                if (isLockTimeout(error)) return { status: "busy" };
-                throw error;
-              }
-              await savepoint;
-              if (outcome.status === "claimed") {
-                fence = outcome.fence;
-                claimed = request;
-              }
-              return outcome;
-            },
-            async complete(id, response, expiresAt, { undoEffects }) {
-              if (fence === undefined) throw new Error("complete() called before a successful claim()");
-              if (undoEffects) void dispatch(tx.execute(sql`rollback to savepoint ${SAVEPOINT}`)).catch(() => {});
-              const done = completeWith(tx, id, fence, response, expiresAt);
-              done.catch(() => {});
-              completing = { response, expiresAt, done };
-            },
-          };
-          const value = await (guard ? guard.within(tx, () => work(session)) : work(session));
-          finished = { value };
-          return value;
-        });
+        // The driver commits or rolls back through `tx` after the callback, so statements end once it settles.
+        const result = await db
+          .transaction((tx) => {
+            endStatements = refuseStatementsAfter(tx, db);
+            return transact(tx);
+          })
+          .finally(() => endStatements?.());
         if (completing && !(await completing.done)) {
           throw new Error("The claimed record vanished inside its own transaction.");
         }
@@ -194,6 +165,44 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
         if (completing.response.status < 400) throw new ProcedureTransactionError(claimed.id.path, error);
         await recordAgain(claimed, completing.response, completing.expiresAt);
         return finished.value;
+      }
+
+      async function transact(tx: TransactionOf<TDb>) {
+        let fence: number | undefined;
+        const session: AtomicSession<TransactionOf<TDb>> = {
+          tx: tx as TransactionOf<TDb>,
+          async claim(request) {
+            guard?.name(request.id.path);
+            const claiming = claimWith(tx, request, () => tx.execute(sql`savepoint ${SAVEPOINT}`));
+            // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
+            // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it.
+            const savepoint = dispatch(tx.execute(sql`savepoint ${SAVEPOINT}`));
+            let outcome: ClaimResult;
+            try {
+              outcome = await claiming;
+            } catch (error) {
+              await savepoint.catch(() => {});
+              if (isLockTimeout(error)) return { status: "busy" };
+              throw error;
+            }
+            await savepoint;
+            if (outcome.status === "claimed") {
+              fence = outcome.fence;
+              claimed = request;
+            }
+            return outcome;
+          },
+          async complete(id, response, expiresAt, { undoEffects }) {
+            if (fence === undefined) throw new Error("complete() called before a successful claim()");
+            if (undoEffects) void dispatch(tx.execute(sql`rollback to savepoint ${SAVEPOINT}`)).catch(() => {});
+            const done = completeWith(tx, id, fence, response, expiresAt);
+            done.catch(() => {});
+            completing = { response, expiresAt, done };
+          },
+        };
+        const value = await (guard ? guard.within(tx, () => work(session)) : work(session));
+        finished = { value };
+        return value;
       }
     },
   };
@@ -246,6 +255,33 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
         if (deleted < batchSize) return total;
       }
     },
+  };
+}
+
+/**
+ * Makes statements through `tx` fail once its transaction is over; returns what ends it. A procedure can outlive
+ * its transaction: the engine stopped waiting for it (a timeout), or the driver gave the transaction up when its
+ * connection died. Should it go on writing through `tx`, postgres.js would send those statements on the connection
+ * it has handed back to the pool, where they commit one by one, outside the transaction that was to undo them.
+ * node-postgres on a single `Client` runs its transaction on the database's own session, which stays usable.
+ */
+function refuseStatementsAfter(tx: Executor & { transaction: unknown }, db: Executor): () => void {
+  if (tx._.session === db._.session) return () => {};
+  const session = tx._.session as unknown as { prepareQuery: (...args: unknown[]) => unknown };
+  let over = false;
+  const refusal = () =>
+    new Error(
+      "idemkit: this idempotent transaction is over (committed, rolled back or timed out); write in a new one.",
+    );
+  const prepareQuery = session.prepareQuery;
+  session.prepareQuery = function prepareQueryWhileOpen(this: unknown, ...args: unknown[]) {
+    if (over) throw refusal();
+    return prepareQuery.apply(this, args);
+  };
+  const transaction = tx.transaction as (...args: unknown[]) => Promise<unknown>;
+  tx.transaction = (...args: unknown[]) => (over ? Promise.reject(refusal()) : transaction.apply(tx, args));
+  return () => {
+    over = true;
   };
 }
 
@@ -378,9 +414,11 @@ function keyOf({ scope, path, key }: RecordId): unknown[] {
   return [scope, path, key];
 }
 
-function claimParams(request: ClaimRequest, waitSetting: string): unknown[] {
+/** The claim's parameters; it waits on a held row for what is left of the duplicate's wait, else `waitMs`. */
+function claimParams(request: ClaimRequest, waitMs: number): unknown[] {
   const { id, fingerprint, leaseExpiresAt, expiresAt } = request;
-  return [...keyOf(id), fingerprint, leaseExpiresAt, expiresAt, waitSetting];
+  const lockTimeout = `${Math.max(1, Math.round(request.waitMs ?? waitMs))}ms`;
+  return [...keyOf(id), fingerprint, leaseExpiresAt, expiresAt, lockTimeout];
 }
 
 function toRecord(row: Row): StoredRecord {

@@ -96,6 +96,17 @@ export interface IdempotencyOptions<
   leaseMs?: number;
   /** Lease mode: the longest a running call keeps its key by renewing its lease, in ms. Default 15 minutes. */
   maxHoldMs?: number;
+  /**
+   * The longest one store call may take (a claim, the commit), in ms, before the request is answered 503
+   * `STORE_UNAVAILABLE` with `Retry-After` instead of waiting on a database that does not answer. Default 5 s.
+   */
+  storeTimeoutMs?: number;
+  /**
+   * Atomic mode: the longest the idempotent transaction may stay open, procedure included, in ms. Past it the
+   * transaction is rolled back and the request answered 503, so a hung call never holds a request for ever.
+   * Default 30 seconds.
+   */
+  transactionTimeoutMs?: number;
   /** Completed results cached in memory for cheap replays; 0 turns it off. Default 10,000. */
   replayCacheSize?: number;
   /**

@@ -1,0 +1,61 @@
+/**
+ * Bounds how long a request waits on its store, whatever the database or its driver does. A driver can leave a
+ * query unsettled for ever (postgres.js 3.4.9 does after a server crash, see the README's "Failure behaviour"), and
+ * a pool can keep a request queued for a connection as long as others hold theirs: without a bound, such a request
+ * never answers and its client never retries.
+ *
+ * One timer follows a request through its phases (getting a connection, claiming, running, committing); arming
+ * the next phase replaces the previous one's limit. When a phase's time runs out, every `race` rejects with that
+ * phase's error and `missed` keeps it, so work that resumes later (a connection handed over after the client was
+ * answered) sees it and stops instead of running unobserved.
+ */
+export class Deadline {
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #fail: (error: Error) => void = () => {};
+  readonly #expired: Promise<never>;
+  /** The error of the phase whose time ran out, once one has. */
+  missed: Error | undefined;
+
+  constructor() {
+    this.#expired = new Promise<never>((_, reject) => {
+      this.#fail = reject;
+    });
+    this.#expired.catch(() => {});
+  }
+
+  /** Starts a phase that must end within `ms`; past that, `error()` is what every waiter gets. */
+  arm(ms: number, error: () => Error): void {
+    clearTimeout(this.#timer);
+    if (this.missed) return;
+    this.#timer = setTimeout(
+      () => {
+        this.missed = error();
+        this.#fail(this.missed);
+      },
+      Math.max(0, ms),
+    );
+  }
+
+  /** `work`'s outcome, or the missed phase's error if the time runs out first. */
+  race<T>(work: Promise<T>): Promise<T> {
+    if (this.missed) return Promise.reject(this.missed);
+    return Promise.race([work, this.#expired]);
+  }
+
+  /** Throws the missed phase's error, if a phase was missed: the waiter has been answered already. */
+  check(): void {
+    if (this.missed) throw this.missed;
+  }
+
+  /** The request is over: no phase is running any more. */
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+/** Rejects with `error()` when `work` has not settled within `ms`; for a single store call. */
+export function within<T>(work: Promise<T>, ms: number, error: () => Error): Promise<T> {
+  const deadline = new Deadline();
+  deadline.arm(ms, error);
+  return deadline.race(work).finally(() => deadline.clear());
+}

@@ -1,0 +1,134 @@
+/**
+ * The bounds of atomic mode on real databases, on every driver: a duplicate queued for a pool connection waits no
+ * longer than `waitMs` (then 503, and it never runs when the connection comes), and a procedure that outlives its
+ * transaction (held past `transactionTimeoutMs`) can no longer write through it: nothing of it is kept.
+ */
+import { createIdempotencyEngine, type Settlement } from "@idemkit/core/internal";
+import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { drizzleStore } from "../src/index.js";
+
+type Opened = Awaited<ReturnType<typeof openPostgres | typeof openNodePostgres | typeof openPglite>>;
+const databases: Record<string, Opened> = {};
+
+beforeAll(async () => {
+  const [postgresJs, nodePostgres, pglite] = await Promise.all([
+    // One connection, so a second request queues for it behind the first.
+    openPostgres(inject("postgresUrl"), { max: 1 }),
+    openNodePostgres(inject("postgresUrl"), { max: 1 }),
+    openPglite(),
+  ]);
+  Object.assign(databases, { "postgres.js": postgresJs, "node-postgres": nodePostgres, PGlite: pglite });
+  for (const database of Object.values(databases)) {
+    await database.query("create table notes (id serial primary key, key text not null)");
+  }
+});
+afterAll(async () => {
+  await Promise.all(Object.values(databases).map((database) => database.close()));
+});
+
+const request = (key: string) => ({ scope: "s", path: "notes.add", key, fingerprint: "fp" });
+
+/** A procedure that writes a note, then waits for the test before it answers. */
+function heldProcedure(key: string) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let wrote!: () => void;
+  const written = new Promise<void>((resolve) => {
+    wrote = resolve;
+  });
+  let runs = 0;
+  const procedure = async ({ tx }: { tx: unknown }): Promise<Settlement<string>> => {
+    runs++;
+    const db = tx as Opened["db"];
+    await db.execute(sql`insert into notes (key) values (${key})`);
+    wrote();
+    await released;
+    await db.execute(sql`insert into notes (key) values (${`${key}-late`})`);
+    return { value: "ok", response: { status: 200, body: '"ok"' } };
+  };
+  return { procedure, release, written, runs: () => runs };
+}
+
+async function notesOf(database: Opened, key: string): Promise<number> {
+  const [row] = await database.query<{ n: number }>("select count(*)::int as n from notes where key like $1", [
+    `${key}%`,
+  ]);
+  return row?.n ?? 0;
+}
+
+/** The messages of an error and of its causes (Drizzle wraps a failed query's error). */
+function causesOf(error: unknown): string[] {
+  const messages: string[] = [];
+  for (let current = error; current instanceof Error; current = current.cause) messages.push(current.message);
+  return messages;
+}
+
+async function codeOf(outcome: Promise<unknown>): Promise<unknown> {
+  return outcome.then(
+    () => "answered",
+    (error: { code?: unknown }) => error.code ?? error,
+  );
+}
+
+describe.each(["postgres.js", "node-postgres"])("a pool of one connection on %s", (driver) => {
+  it("answers a duplicate queued for the connection 503 once waitMs passed, and it never runs later", async () => {
+    const database = databases[driver] as Opened;
+    const key = globalThis.crypto.randomUUID();
+    const engine = createIdempotencyEngine({ store: drizzleStore({ db: database.db, waitMs: 200 }) });
+    const first = heldProcedure(key);
+    const running = engine.run(request(key), first.procedure);
+    await first.written;
+
+    const startedAt = performance.now();
+    const duplicate = await codeOf(engine.run(request(key), first.procedure));
+    const waitedMs = performance.now() - startedAt;
+    expect(duplicate).toBe("STORE_UNAVAILABLE");
+    // waitMs, plus the engine's stated margin for a claim in flight (storeTimeoutMs), which a queued one never needs.
+    expect(waitedMs).toBeGreaterThanOrEqual(190);
+    expect(waitedMs).toBeLessThan(200 + 5_000);
+
+    first.release();
+    expect(await running).toEqual({ replayed: false, value: "ok" });
+    // The duplicate got the connection after it was answered: it rolled back without claiming, and the key replays.
+    expect(await engine.run(request(key), first.procedure)).toMatchObject({ replayed: true });
+    expect(first.runs()).toBe(1);
+    expect(await notesOf(database, key)).toBe(2);
+  });
+});
+
+describe.each(["postgres.js", "node-postgres", "PGlite"])("a procedure outliving its transaction on %s", (driver) => {
+  it("is answered 503, keeps nothing, and its later statements through the transaction are refused", async () => {
+    const database = databases[driver] as Opened;
+    const key = globalThis.crypto.randomUUID();
+    const engine = createIdempotencyEngine({
+      store: drizzleStore({ db: database.db }),
+      transactionTimeoutMs: 300,
+      replayCacheSize: 0,
+    });
+    const held = heldProcedure(key);
+    let lateWrite: unknown;
+    const procedure: typeof held.procedure = (execution) =>
+      held.procedure(execution).catch((error: unknown) => {
+        lateWrite = error;
+        throw error;
+      });
+    expect(await codeOf(engine.run(request(key), procedure))).toBe("STORE_UNAVAILABLE");
+    // The driver rolls back right after the answer; a statement sent before that is still inside the transaction.
+    // (A read through the database waits for the one connection the transaction held.)
+    await database.query("select 1");
+
+    held.release();
+    await expect.poll(() => lateWrite).toBeInstanceOf(Error);
+    expect(causesOf(lateWrite).join(" / ")).toMatch(/idempotent transaction is over/);
+    expect(await notesOf(database, key)).toBe(0);
+    // Nothing was kept of the first attempt, so the retry runs.
+    const retry = heldProcedure(`${key}-retry`);
+    retry.release();
+    expect(await engine.run(request(key), retry.procedure)).toEqual({ replayed: false, value: "ok" });
+    expect(await notesOf(database, `${key}-retry`)).toBe(2);
+  });
+});
