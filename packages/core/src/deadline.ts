@@ -23,16 +23,19 @@ export class Deadline {
     this.#expired.catch(() => {});
   }
 
-  /** Starts a phase that must end within `ms`; past that, `error()` is what every waiter gets. */
+  /**
+   * Starts a phase that must end within `ms`; past that, `error()` is what every waiter gets. An infinite `ms`
+   * sets no limit. Nothing happens once a phase was missed or the deadline was cleared.
+   */
   arm(ms: number, error: () => Error): void {
     clearTimeout(this.#timer);
-    if (this.missed) return;
+    if (this.missed || Number.isNaN(ms) || ms === Number.POSITIVE_INFINITY) return;
     this.#timer = setTimeout(
       () => {
         this.missed = error();
         this.#fail(this.missed);
       },
-      Math.max(0, ms),
+      Math.min(Math.max(0, ms), MAX_TIMER_MS),
     );
   }
 
@@ -47,11 +50,20 @@ export class Deadline {
     if (this.missed) throw this.missed;
   }
 
-  /** The request is over: no phase is running any more. */
+  /**
+   * The request has been answered: no timer stays behind, and work still waiting (a transaction the driver gave up
+   * while its procedure ran on) stops at its next wait instead of going on unobserved.
+   */
   clear(): void {
     clearTimeout(this.#timer);
+    if (this.missed) return;
+    this.missed = new Error("The request this work belonged to has already been answered.");
+    this.#fail(this.missed);
   }
 }
+
+/** The longest delay setTimeout keeps (about 24.8 days); a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Rejects with `error()` when `work` has not settled within `ms`; for a single store call. */
 export function within<T>(work: Promise<T>, ms: number, error: () => Error): Promise<T> {

@@ -278,6 +278,8 @@ describe("the engine bounding its waits on the store", () => {
     vi.useFakeTimers({ now: T0 });
   });
   afterEach(() => {
+    // Every limit is a timer: none may outlive the request it bounded.
+    expect(vi.getTimerCount()).toBe(0);
     vi.useRealTimers();
   });
 
@@ -419,6 +421,36 @@ describe("the engine bounding its waits on the store", () => {
     expect(answered).toMatchObject({ code: "STORE_UNAVAILABLE", at: 2_000 });
     expect(answered.message).toMatch(/outcome is unknown; retry with the same key/);
     expect(log).toEqual(["begin", "claim", "complete"]);
+  });
+
+  it("answers at once when the driver gives the transaction up mid-procedure, and arms nothing after that", async () => {
+    const events: IdempotencyEvent[] = [];
+    const work = gate<Settlement<string>>();
+    let giveUp!: (error: Error) => void;
+    const store: IdempotencyStore<string> = {
+      ...(memoryStore() as IdempotencyStore<never>),
+      atomic: {
+        transaction: (run) =>
+          new Promise((resolve, reject) => {
+            giveUp = reject;
+            run({
+              tx: "tx",
+              claim: async () => ({ status: "claimed", fence: 1, takeover: false }),
+              complete: async () => {},
+            }).then(resolve, () => {});
+          }),
+      },
+    };
+    const engine = createIdempotencyEngine({ store, now: Date.now, onEvent: (event) => events.push(event) });
+    const outcome = refusal(engine.run(request, () => work.opened));
+    await vi.advanceTimersByTimeAsync(0);
+    giveUp(new Error("connection closed"));
+    const answered = await outcome;
+    expect(answered).toMatchObject({ code: "STORE_UNAVAILABLE", at: 0 });
+    expect(answered.message).toMatch(/none of its writes were kept/);
+    work.open({ value: "late", response: { status: 200, body: '"late"' } });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(events.map((event) => event.type)).toEqual(["store_error"]);
   });
 
   it("lease mode: answers 503 when the claim never answers, and releases a claim that lands after that", async () => {

@@ -17,8 +17,16 @@ import { Deadline, within } from "./deadline.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError, isProcedureTransactionError } from "./errors.js";
 import { keepLease } from "./lease-keeper.js";
 import { abortableDelay } from "./retry.js";
-import type { ClaimRequest, ClaimResult, IdempotencyStore, RecordId, StoredRecord, StoredResponse } from "./store.js";
-import { RecordState } from "./store.js";
+import type {
+  AtomicCapability,
+  ClaimRequest,
+  ClaimResult,
+  IdempotencyStore,
+  RecordId,
+  StoredRecord,
+  StoredResponse,
+} from "./store.js";
+import { DEFAULT_WAIT_MS, RecordState, replacement } from "./store.js";
 
 /** Every decision the engine takes, so apps can log and count them. */
 export const IdempotencyEventType = {
@@ -128,8 +136,6 @@ export interface Settlement<T> {
 export type RunResult<T> = { replayed: false; value: T } | { replayed: true; response: StoredResponse };
 
 const HOUR_MS = 3_600_000;
-/** A duplicate's wait in atomic mode when the store does not state its own. */
-const DEFAULT_WAIT_MS = 5_000;
 /** Waits between attempts to store a lease-mode result after the store failed: short, the client is waiting. */
 const COMPLETION_RETRY_DELAYS_MS = [100, 400];
 
@@ -154,7 +160,26 @@ export function createIdempotencyEngine<Tx>({
   if (mode === IdempotencyMode.LEASE && typeof store.renew !== "function") {
     throw new TypeError("This store has no renew(): lease mode renews a running call's lease, so it needs one.");
   }
+  type Atomic = AtomicCapability<Tx>;
   const cache = new ReplayCache(replayCacheSize);
+  /**
+   * Atomic mode: the calls running in this process, by record. Each settles (never rejects) when its call ends,
+   * with IN_PROGRESS if the call itself gave up waiting for the key.
+   */
+  const running = new Map<string, Promise<typeof IN_PROGRESS | undefined>>();
+  /** Runs `call` as the one call of its record in this process; duplicates wait for it. */
+  function lead<T>(name: string, call: Promise<T>): Promise<T> {
+    const ended = call.then(
+      () => undefined,
+      (error: unknown) =>
+        isIdempotencyError(error) && error.code === IdempotencyErrorCode.IN_PROGRESS ? IN_PROGRESS : undefined,
+    );
+    running.set(name, ended);
+    void ended.then(() => {
+      if (running.get(name) === ended) running.delete(name);
+    });
+    return call;
+  }
   let observerFailed = false;
   /** Reports a decision. The observer can never change the outcome it reports: a throw is logged, once. */
   const emit: Emit = (type, id, extra) => {
@@ -337,23 +362,69 @@ export function createIdempotencyEngine<Tx>({
     emit(IdempotencyEventType.RELEASED, request, { error });
   }
 
+  /**
+   * Atomic mode: claims in a transaction and runs. While a transaction elsewhere holds the key, a store with `peek`
+   * answers at once; the duplicate then waits outside any transaction, asking between pauses, until that call
+   * ended (replay, or claim again if it was rolled back) or `patience` ran out (409).
+   */
   async function runAtomic<T>(
     request: IdempotentRequest,
     execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
-    atomic: NonNullable<IdempotencyStore<Tx>["atomic"]>,
+    atomic: Atomic,
+    patience: Patience,
   ): Promise<RunResult<T>> {
+    for (;;) {
+      const outcome = await attemptAtomic(request, execute, atomic, patience);
+      if (outcome !== HELD_ELSEWHERE) return outcome;
+      const answer = await waitWhileHeld(request, atomic, patience);
+      if (answer) return answer;
+    }
+  }
+
+  /** Asks the store between pauses until the key's holder ended; an answer for a record it stored, else undefined. */
+  async function waitWhileHeld(
+    request: IdempotentRequest,
+    atomic: Atomic,
+    patience: Patience,
+  ): Promise<RunResult<never> | undefined> {
+    const peek = atomic.peek?.bind(atomic);
+    if (!peek) return conflict(request, busyRetryAfterMs);
+    for (let pauseMs = FIRST_POLL_MS; ; pauseMs = Math.min(pauseMs * 2, MAX_POLL_MS)) {
+      await patience.deadline.race(abortableDelay(pauseMs)).catch(() => conflict(request, busyRetryAfterMs));
+      let seen: Awaited<ReturnType<typeof peek>>;
+      try {
+        seen = await bounded(peek(request), "a poll");
+      } catch (error) {
+        throw storeFailure(request, error);
+      }
+      const at = now();
+      if (seen.record && !replacement(seen.record, { now: at, fingerprint: request.fingerprint })) {
+        return answerExisting(request, seen.record, at);
+      }
+      if (!seen.running) return undefined;
+    }
+  }
+
+  /** One transaction: claim, run, store. HELD_ELSEWHERE when a store with `peek` found the key held. */
+  async function attemptAtomic<T>(
+    request: IdempotentRequest,
+    execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
+    atomic: Atomic,
+    { startedAt, waitMs }: Patience,
+  ): Promise<RunResult<T> | typeof HELD_ELSEWHERE> {
     const claim = claimRequest(request);
-    const startedAt = claim.now;
-    const waitMs = atomic.waitMs ?? DEFAULT_WAIT_MS;
+    const waitLeft = () => Math.max(1, waitMs - (now() - startedAt));
     let committed: { fence: number; response: StoredResponse; expiresAt: number } | undefined;
     // Decisions taken inside the transaction are reported once it has ended, so no observer holds it open.
     const decided: Array<Parameters<Emit>> = [];
     const report: Emit = (...event) => void decided.push(event);
     const unavailable = (message: string) => () => storeFailure(request, new Error(message), message);
+    // What a store failure means depends on how far the request got: nothing ran, nothing was kept, or unknown.
+    let failure: string | undefined;
     const deadline = new Deadline();
     // A duplicate's wait (waitMs) covers queueing for a connection as well as waiting on the key's row.
     deadline.arm(
-      waitMs,
+      waitLeft(),
       unavailable(`No database connection was free within ${waitMs} ms, so the request was not run; retry later.`),
     );
     try {
@@ -361,7 +432,7 @@ export function createIdempotencyEngine<Tx>({
         atomic.transaction(async (session): Promise<RunResult<T>> => {
           // The connection came after the client was answered: roll back without claiming.
           deadline.check();
-          const waitLeftMs = Math.max(1, waitMs - (now() - startedAt));
+          const waitLeftMs = waitLeft();
           deadline.arm(
             waitLeftMs + storeTimeoutMs,
             unavailable(
@@ -369,8 +440,13 @@ export function createIdempotencyEngine<Tx>({
             ),
           );
           const claimed = await deadline.race(session.claim({ ...claim, waitMs: waitLeftMs }));
-          if (claimed.status === "busy") return conflict(request, busyRetryAfterMs, report);
+          if (claimed.status === "busy") {
+            if (atomic.peek) throw new HeldElsewhere();
+            return conflict(request, busyRetryAfterMs, report);
+          }
           if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now, report);
+          failure =
+            "The database failed during the request's transaction, so none of its writes were kept; retry later.";
           deadline.arm(
             startedAt + transactionTimeoutMs - now(),
             unavailable(
@@ -394,6 +470,9 @@ export function createIdempotencyEngine<Tx>({
                 "unknown; retry with the same key to get it.",
             ),
           );
+          failure =
+            "The database failed before confirming the commit, so this request's outcome is unknown; retry with " +
+            "the same key to get it.";
           const expiresAt = now() + ttlMs;
           await session.complete(claim.id, response, expiresAt, { undoEffects: response.status >= 400 });
           committed = { fence: claimed.fence, response, expiresAt };
@@ -407,6 +486,7 @@ export function createIdempotencyEngine<Tx>({
       }
       return result;
     } catch (error) {
+      if (error instanceof HeldElsewhere) return HELD_ELSEWHERE;
       if (error instanceof Rollback) {
         emit(IdempotencyEventType.RELEASED, request);
         return { replayed: false, value: error.value as T };
@@ -420,7 +500,7 @@ export function createIdempotencyEngine<Tx>({
         throw error;
       }
       if (isIdempotencyError(error)) throw error;
-      throw storeFailure(request, error);
+      throw storeFailure(request, error, failure);
     } finally {
       deadline.clear();
       for (const event of decided) emit(...event);
@@ -438,11 +518,27 @@ export function createIdempotencyEngine<Tx>({
       request: IdempotentRequest,
       execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
     ): Promise<RunResult<T>> {
-      const cached = cache.get(request, now());
-      if (cached) return answerExisting(request, cached, 0);
-      return atomic && mode === IdempotencyMode.ATOMIC
-        ? runAtomic(request, execute, atomic)
-        : runLease(request, execute);
+      if (!atomic || mode !== IdempotencyMode.ATOMIC) {
+        const cached = cache.get(request, now());
+        return cached ? answerExisting(request, cached, 0) : runLease(request, execute);
+      }
+      const patience = new Patience(now(), atomic.waitMs ?? DEFAULT_WAIT_MS);
+      try {
+        for (;;) {
+          const cached = cache.get(request, now());
+          if (cached) return answerExisting(request, cached, 0);
+          // A duplicate of a call running in this process waits for it in memory, then replays what it stored
+          // (or claims, if it stored nothing): no connection, no statement.
+          const name = cacheKey(request);
+          const leader = running.get(name);
+          if (!leader) return await lead(name, runAtomic(request, execute, atomic, patience));
+          // The leader gave up waiting for a call elsewhere: its followers have waited as long, and give up too.
+          const outcome = await patience.deadline.race(leader).catch(() => IN_PROGRESS);
+          if (outcome === IN_PROGRESS) conflict(request, busyRetryAfterMs);
+        }
+      } finally {
+        patience.deadline.clear();
+      }
     },
   };
 }
@@ -450,6 +546,28 @@ export function createIdempotencyEngine<Tx>({
 export type IdempotencyEngine<Tx> = ReturnType<typeof createIdempotencyEngine<Tx>>;
 
 type Emit = (type: IdempotencyEventType, id: RecordId, extra?: Partial<IdempotencyEvent>) => void;
+
+/** How long one request may wait, in all, for a call that holds its key (a duplicate's `waitMs`). */
+class Patience {
+  /** Runs out when the wait is over: every wait of the request races it. */
+  readonly deadline = new Deadline();
+  constructor(
+    readonly startedAt: number,
+    readonly waitMs: number,
+  ) {
+    this.deadline.arm(waitMs, () => new Error("waited for the call holding the key"));
+  }
+}
+
+/** Pauses between polls of a key held elsewhere: short at first (most calls end soon), then steady. */
+const FIRST_POLL_MS = 10;
+const MAX_POLL_MS = 100;
+
+const HELD_ELSEWHERE = Symbol("held elsewhere");
+const IN_PROGRESS = Symbol("in progress");
+
+/** Thrown inside an atomic transaction whose key another transaction holds: roll back, then wait outside. */
+class HeldElsewhere {}
 
 /** Thrown inside an atomic transaction to roll it back while still answering the client. */
 class Rollback {

@@ -26,3 +26,4 @@ export {
   parseRetryAfterMs,
 } from "./retry.js";
 export { sha256Hex } from "./sha256.js";
+export { DEFAULT_WAIT_MS } from "./store.js";

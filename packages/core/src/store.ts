@@ -116,6 +116,9 @@ export interface IdempotencyStore<Tx = never> {
   readonly atomic?: AtomicCapability<Tx>;
 }
 
+/** How long a duplicate waits for the call holding its key in atomic mode, unless the store says otherwise. */
+export const DEFAULT_WAIT_MS = 5_000;
+
 /**
  * Atomic mode: the claim, the procedure's own writes and the stored response share one database transaction,
  * so they commit together or not at all. A duplicate that arrives while the first is running waits on the
@@ -134,6 +137,12 @@ export interface AtomicCapability<Tx> {
   readonly waitMs?: number;
   /** Runs `work` in one transaction; a throw rolls everything back. */
   transaction<T>(work: (session: AtomicSession<Tx>) => Promise<T>): Promise<T>;
+  /**
+   * Whether a transaction holds the key now, and the record as committed: one read, outside any transaction, that
+   * never waits. A store that offers it answers a claim `busy` at once while another transaction holds the key;
+   * the engine then waits by asking this between short pauses, so a waiting duplicate holds no connection.
+   */
+  peek?(id: RecordId): Promise<{ running: boolean; record: StoredRecord | undefined }>;
 }
 
 /** The store's view of one atomic transaction. */
@@ -141,8 +150,9 @@ export interface AtomicSession<Tx> {
   /** The transaction handle the procedure writes with. */
   readonly tx: Tx;
   /**
-   * Like {@link IdempotencyStore.claim}, inside the transaction. Waits while another transaction holds the key;
-   * `busy` means the wait limit passed first (the transaction must then be rolled back).
+   * Like {@link IdempotencyStore.claim}, inside the transaction. While another transaction holds the key it answers
+   * `busy`: at once when the store offers `peek`, else once its wait limit passed. The transaction must then be
+   * rolled back.
    */
   claim(request: ClaimRequest): Promise<ClaimResult | { status: "busy" }>;
   /**

@@ -10,9 +10,12 @@
  *                                                                                         └─ expired or lease ended:
  *                                                            UPDATE … WHERE fence = seen ─▶ claimed(fence + 1)
  *
- * ON CONFLICT DO NOTHING takes no row lock, so replays never write. A claim that meets a row inserted by a
- * transaction still running waits for it (atomic mode), bounded by `lock_timeout`, which the same statement
- * sets for its own duration and then puts back: the procedure's own statements keep the caller's setting.
+ * ON CONFLICT DO NOTHING takes no row lock, so replays never write. In atomic mode the claim also takes an
+ * advisory lock on the record id, held until its transaction ends: a duplicate's claim finds it taken and answers
+ * `busy` at once, instead of waiting on the row while holding a connection, and the engine waits outside any
+ * transaction, asking `peek` between pauses. A row held without that lock (an operator's, a lease-mode claim in
+ * flight) is still waited for, bounded by `lock_timeout`, which the same statement sets for its own duration and
+ * then puts back: the procedure's own statements keep the caller's setting.
  */
 import type {
   AtomicCapability,
@@ -31,11 +34,12 @@ import {
   RecordState,
   replacement,
 } from "@idemkit/core";
-import { sha256Hex } from "@idemkit/core/internal";
+import { DEFAULT_WAIT_MS, sha256Hex } from "@idemkit/core/internal";
 import { sql } from "drizzle-orm";
 import { getTableConfig, type PgDatabase, type PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { bypassGuard } from "./bypass-guard.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
+import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: a store works with any schema the caller's database was built with
 type AnyPgDatabase = PgDatabase<PgQueryResultHKT, any, any>;
@@ -50,8 +54,8 @@ export interface DrizzleStoreOptions<TDb extends AnyPgDatabase> {
    */
   db: TDb;
   /**
-   * Atomic mode: how long a duplicate waits for the first request's transaction before it is answered
-   * IN_PROGRESS, in ms. Default 5 seconds.
+   * Atomic mode: how long a duplicate waits for the call holding its key, in ms, before it is answered 409
+   * IN_PROGRESS; a request still queued for a pool connection by then is answered 503. Default 5 seconds.
    */
   waitMs?: number;
   /**
@@ -71,41 +75,55 @@ const SAVEPOINT = sql.raw("idemkit_claim");
 const CLAIM_ATTEMPTS = 5;
 
 type Executor = Pick<AnyPgDatabase, "_">;
+type AtomicClaimResult = ClaimResult | { status: "busy" };
+
+/** An atomic transaction's part in a claim. */
+interface Claiming {
+  /**
+   * Runs when the claim was won by any statement but the first one sent (a replacing update, or an insert on a
+   * later attempt), before the claim is reported: atomic mode sets its savepoint again there, so that undoing the
+   * procedure's writes can never undo the claim itself.
+   */
+  afterLateClaim(): PromiseLike<unknown>;
+}
 type Row = Record<string, unknown>;
 
 /** Creates the PostgreSQL store. Atomic mode is the default in the middleware; lease mode works as well. */
 export function drizzleStore<TDb extends AnyPgDatabase>({
   db,
-  waitMs = 5_000,
+  waitMs = DEFAULT_WAIT_MS,
   table = idempotencyKeys,
 }: DrizzleStoreOptions<TDb>): DrizzleStore<TDb> {
   const statements = statementsFor(qualifiedName(table));
   const guard = bypassGuard(db);
 
   /**
-   * `afterLateClaim` runs when the claim was won by any statement but the first one sent (a replacing update, or
-   * an insert on a later attempt), before the claim is reported: atomic mode sets its savepoint again there, so
-   * that undoing the procedure's writes can never undo the claim itself.
+   * Claims `request` through `executor`: the database itself (lease mode), or an atomic transaction (`inTransaction`),
+   * which takes the key's advisory lock and so answers `busy` at once while another transaction holds the key.
    */
-  async function claimWith(
-    executor: Executor,
-    request: ClaimRequest,
-    afterLateClaim?: () => PromiseLike<unknown>,
-  ): Promise<ClaimResult> {
+  function claimWith(executor: Executor, request: ClaimRequest): Promise<ClaimResult>;
+  function claimWith(executor: Executor, request: ClaimRequest, inTransaction: Claiming): Promise<AtomicClaimResult>;
+  async function claimWith(executor: Executor, request: ClaimRequest, inTransaction?: Claiming) {
+    const claimParamsOf = () => [...claimParams(request, waitMs), inTransaction !== undefined];
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const [row] = await run(executor, statements.CLAIM, claimParams(request, waitMs));
+      const [row] = await run(executor, statements.CLAIM, claimParamsOf());
       if (row?.claimed_fence != null) {
-        if (attempt > 0) await afterLateClaim?.();
+        if (attempt > 0) await inTransaction?.afterLateClaim();
         return { status: "claimed", fence: Number(row.claimed_fence), takeover: false };
       }
+      const seen = row?.state != null ? toRecord(row) : undefined;
+      if (row?.free === false) {
+        // Another transaction holds the key: its answer, once committed, is what a duplicate replays.
+        return seen && !replacement(seen, request) ? { status: "exists", record: seen } : { status: "busy" };
+      }
       // The statement's snapshot predates a row committed while it waited: read again with a fresh one.
-      const record = row?.state != null ? toRecord(row) : await getWith(executor, request.id);
+      const record = seen ?? (await getWith(executor, request.id));
       if (!record) continue;
       const replaced = replacement(record, request);
       if (!replaced) return { status: "exists", record };
       const [updated] = await run(executor, statements.REPLACE, [...claimParams(request, waitMs), record.fence]);
       if (updated?.fence != null) {
-        await afterLateClaim?.();
+        await inTransaction?.afterLateClaim();
         return { status: "claimed", fence: Number(updated.fence), takeover: replaced.takeover };
       }
     }
@@ -137,6 +155,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   const atomic: AtomicCapability<TransactionOf<TDb>> = {
     database: db,
     waitMs,
+    async peek(id) {
+      const [row] = await run(db, statements.PEEK, keyOf(id));
+      return { running: row?.running === true, record: row?.state != null ? toRecord(row) : undefined };
+    },
     async transaction(work) {
       // The completing update is sent without waiting for its answer, so that drizzle's COMMIT follows it in
       // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
@@ -144,15 +166,18 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       let claimed: ClaimRequest | undefined;
       let completing: { response: StoredResponse; expiresAt: number; done: Promise<boolean> } | undefined;
       let finished: { value: Awaited<ReturnType<typeof work>> } | undefined;
-      let endStatements: (() => void) | undefined;
+      let txFence: TransactionFence | undefined;
       try {
-        // The driver commits or rolls back through `tx` after the callback, so statements end once it settles.
         const result = await db
-          .transaction((tx) => {
-            endStatements = refuseStatementsAfter(tx, db);
-            return transact(tx);
+          .transaction(async (tx) => {
+            txFence = fenceTransaction(tx, db._.session);
+            try {
+              return await transact(tx);
+            } finally {
+              txFence.closing();
+            }
           })
-          .finally(() => endStatements?.());
+          .finally(() => txFence?.close());
         if (completing && !(await completing.done)) {
           throw new Error("The claimed record vanished inside its own transaction.");
         }
@@ -173,11 +198,13 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
           tx: tx as TransactionOf<TDb>,
           async claim(request) {
             guard?.name(request.id.path);
-            const claiming = claimWith(tx, request, () => tx.execute(sql`savepoint ${SAVEPOINT}`));
+            const claiming = claimWith(tx, request, {
+              afterLateClaim: () => tx.execute(sql`savepoint ${SAVEPOINT}`),
+            });
             // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
             // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it.
             const savepoint = dispatch(tx.execute(sql`savepoint ${SAVEPOINT}`));
-            let outcome: ClaimResult;
+            let outcome: AtomicClaimResult;
             try {
               outcome = await claiming;
             } catch (error) {
@@ -258,33 +285,6 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   };
 }
 
-/**
- * Makes statements through `tx` fail once its transaction is over; returns what ends it. A procedure can outlive
- * its transaction: the engine stopped waiting for it (a timeout), or the driver gave the transaction up when its
- * connection died. Should it go on writing through `tx`, postgres.js would send those statements on the connection
- * it has handed back to the pool, where they commit one by one, outside the transaction that was to undo them.
- * node-postgres on a single `Client` runs its transaction on the database's own session, which stays usable.
- */
-function refuseStatementsAfter(tx: Executor & { transaction: unknown }, db: Executor): () => void {
-  if (tx._.session === db._.session) return () => {};
-  const session = tx._.session as unknown as { prepareQuery: (...args: unknown[]) => unknown };
-  let over = false;
-  const refusal = () =>
-    new Error(
-      "idemkit: this idempotent transaction is over (committed, rolled back or timed out); write in a new one.",
-    );
-  const prepareQuery = session.prepareQuery;
-  session.prepareQuery = function prepareQueryWhileOpen(this: unknown, ...args: unknown[]) {
-    if (over) throw refusal();
-    return prepareQuery.apply(this, args);
-  };
-  const transaction = tx.transaction as (...args: unknown[]) => Promise<unknown>;
-  tx.transaction = (...args: unknown[]) => (over ? Promise.reject(refusal()) : transaction.apply(tx, args));
-  return () => {
-    over = true;
-  };
-}
-
 /** A statement of the store: its SQL is fixed, so it is prepared once per connection under `name`. */
 interface Statement {
   name: string;
@@ -298,6 +298,11 @@ const RECORD_COLUMNS = `state, fingerprint, fence,
   response_status, response_body`;
 /** $1, $2, $3: the record id. */
 const KEY_MATCH = "scope = $1::text and path = $2::text and key = $3::text";
+/**
+ * The advisory lock an atomic claim holds on its record id until its transaction ends, so that a duplicate learns at
+ * once that the key is held instead of waiting on the row. Two ids whose hashes collide only make one of them wait.
+ */
+const KEY_LOCK = "hashtextextended(concat_ws(chr(31), $1::text, $2::text, $3::text), 0)";
 
 /**
  * The store's statements over `table` (the qualified, quoted name). Their texts are fixed per table, so each is
@@ -307,27 +312,40 @@ const KEY_MATCH = "scope = $1::text and path = $2::text and key = $3::text";
 function statementsFor(table: string) {
   const statements = {
     /**
-     * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout. One row back: `claimed_fence` when the insert won,
-     * else the conflicting row as this statement's snapshot sees it (nulls when it committed after the snapshot).
+     * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout, $8 whether to take the key's advisory lock (atomic
+     * mode). One row back: `claimed_fence` when the insert won; `free` false when another transaction holds the
+     * lock (nothing inserted); the conflicting row as this statement's snapshot sees it (nulls when none, or when it
+     * committed after the snapshot).
      */
     CLAIM: {
       name: "idemkit_claim",
       text: `with previous as materialized (
-        select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)
+        select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true),
+               (not $8::bool or pg_try_advisory_xact_lock(${KEY_LOCK})) as free
       ), inserted as (
         insert into ${table} (scope, path, key, fingerprint, state, fence, lease_expires_at, expires_at)
         select $1::text, $2::text, $3::text, $4::text, 'in_progress', 1,
                to_timestamp($5::float8 / 1000), to_timestamp($6::float8 / 1000)
-        from previous
+        from previous where previous.free
         on conflict (scope, path, key) do nothing
         returning fence
       ), existing as (
         select ${RECORD_COLUMNS} from ${table}
         where ${KEY_MATCH} and not exists (select 1 from inserted)
       )
-      select (select fence from inserted) as claimed_fence, existing.*,
+      select (select fence from inserted) as claimed_fence, previous.free, existing.*,
              set_config('lock_timeout', previous.lock_timeout, true) as restored
       from previous left join existing on true`,
+    },
+
+    /**
+     * Whether a transaction holds the key's lock now (trying it outside a transaction takes it only for this
+     * statement), and the record as committed. One row back.
+     */
+    PEEK: {
+      name: "idemkit_peek",
+      text: `select not pg_try_advisory_xact_lock(${KEY_LOCK}) as running, record.*
+      from (select 1) as one left join (select ${RECORD_COLUMNS} from ${table} where ${KEY_MATCH}) as record on true`,
     },
 
     GET: {
