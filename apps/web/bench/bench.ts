@@ -6,6 +6,8 @@
  *   first execution   the same writes protected by idemkit (atomic mode), a fresh key per request
  *   replay (cache)    duplicates of completed requests, answered from the in-process replay cache
  *   replay (no cache) duplicates answered from PostgreSQL (another instance, or the cache turned off)
+ *   no-op             a procedure that does nothing, unprotected, and its protected twin replayed from the cache:
+ *                     the floor that HTTP and tRPC set, against which a cached replay should add nothing
  *
  * and prints requests/s, p50 and p99 latency, the server's CPU time per request, and each throughput as a ratio
  * of unprotected.
@@ -35,6 +37,8 @@ interface Scenario {
   name: string;
   path: string;
   key: (n: number) => string | undefined;
+  /** The scenario its rate is compared with. Default: unprotected. */
+  baseline?: string;
 }
 
 const replayKeys = Array.from({ length: REPLAY_KEYS }, () => globalThis.crypto.randomUUID());
@@ -43,6 +47,13 @@ const scenarios: Scenario[] = [
   { name: "first execution", path: "checkout.placeOrder", key: () => globalThis.crypto.randomUUID() },
   { name: "replay (cache)", path: "checkout.placeOrder", key: (n) => replayKeys[n % REPLAY_KEYS] },
   { name: "replay (no cache)", path: "bench.placeOrderNoCache", key: (n) => replayKeys[n % REPLAY_KEYS] },
+  { name: "no-op, unprotected", path: "bench.noopUnprotected", key: () => undefined },
+  {
+    name: "no-op, replay (cache)",
+    path: "bench.noop",
+    key: (n) => replayKeys[n % REPLAY_KEYS],
+    baseline: "no-op, unprotected",
+  },
 ];
 
 const postgresServer = await startPostgres({ durable: true });
@@ -116,7 +127,10 @@ function percentile(sorted: number[], p: number): number {
 }
 
 // The replay keys must exist before anyone replays them, and everything gets a warm-up.
-for (const key of replayKeys) await post("checkout.placeOrder", key);
+for (const key of replayKeys) {
+  await post("checkout.placeOrder", key);
+  await post("bench.noop", key);
+}
 for (const scenario of scenarios) await drive(scenario, 1);
 
 const totals = new Map<string, Measure>(
@@ -134,17 +148,20 @@ for (let round = 1; round <= ROUNDS; round++) {
   }
 }
 
-const baseline = totals.get("unprotected") as Measure;
-const baselineRate = baseline.requests / baseline.seconds;
+const rateOf = (name: string) => {
+  const total = totals.get(name) as Measure;
+  return total.requests / total.seconds;
+};
 console.log(
   `\nidemkit bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s per scenario, PostgreSQL fsync on, pool 10\n`,
 );
-const columns = ["scenario", "req/s", "p50 ms", "p99 ms", "server CPU ms/req", "errors", "vs unprotected"];
-const widths = [20, 9, 9, 9, 19, 8, 16];
+const columns = ["scenario", "req/s", "p50 ms", "p99 ms", "server CPU ms/req", "errors", "vs baseline"];
+const widths = [22, 9, 9, 9, 19, 8, 34];
 const row = (cells: string[]) =>
-  cells.map((cell, i) => (i === 0 ? cell.padEnd(20) : cell.padStart(widths[i] ?? 0))).join("");
+  cells.map((cell, i) => (i === 0 ? cell.padEnd(22) : cell.padStart(widths[i] ?? 0))).join("");
 console.log(row(columns));
-for (const [name, total] of totals) {
+for (const { name, baseline = "unprotected" } of scenarios) {
+  const total = totals.get(name) as Measure;
   const sorted = total.latenciesMs.sort((a, b) => a - b);
   const rate = total.requests / total.seconds;
   console.log(
@@ -155,7 +172,7 @@ for (const [name, total] of totals) {
       percentile(sorted, 99).toFixed(2),
       (total.serverCpuMs / total.requests).toFixed(3),
       String(total.errors),
-      `${(rate / baselineRate).toFixed(2)}x`,
+      `${(rate / rateOf(baseline)).toFixed(2)}x ${baseline}`,
     ]),
   );
 }

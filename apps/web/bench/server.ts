@@ -5,16 +5,24 @@
  *   checkout.placeOrder          protected (atomic mode), replay cache on (the default)
  *   bench.placeOrderNoCache      protected, replay cache off: every replay reads PostgreSQL
  *   bench.placeOrderUnprotected  the same writes (order, lines, payment) in a plain transaction
+ *   bench.noop / noopUnprotected a procedure that does nothing, protected (replayed from the cache) and not: the floor
+ *                                that tRPC and HTTP set, which a cached replay should add nothing to
  */
+import { drizzleStore } from "@idemkit/drizzle";
 import { serveFetch } from "@idemkit/testkit";
+import { idempotency } from "@idemkit/trpc";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
+import superjson from "superjson";
 import { createHandler, createRouter, placeOrderInput, t, writeOrder } from "../src/server/router";
 
 const client = postgres(String(process.env.DATABASE_URL), { max: Number(process.env.BENCH_POOL ?? 10) });
 const db = drizzle(client);
 const app = createRouter({ db });
 const uncached = createRouter({ db, replayCacheSize: 0 });
+const protectedNoop = t.procedure.use(
+  idempotency({ store: drizzleStore({ db }), transformer: superjson, scope: ({ ctx }) => ctx.userId ?? "bench" }),
+);
 const router = t.mergeRouters(
   app,
   t.router({
@@ -25,6 +33,8 @@ const router = t.mergeRouters(
         const { user, system } = process.cpuUsage();
         return (user + system) / 1_000;
       }),
+      noop: protectedNoop.mutation(() => ({ ok: true })),
+      noopUnprotected: t.procedure.mutation(() => ({ ok: true })),
       placeOrderUnprotected: t.procedure
         .input(placeOrderInput)
         .mutation(({ ctx, input }) =>

@@ -57,10 +57,13 @@ export class Deadline {
   clear(): void {
     clearTimeout(this.#timer);
     if (this.missed) return;
-    this.missed = new Error("The request this work belonged to has already been answered.");
-    this.#fail(this.missed);
+    this.missed = ANSWERED;
+    this.#fail(ANSWERED);
   }
 }
+
+/** What work bounded by a cleared deadline meets; one instance, as every request ends this way. */
+const ANSWERED = new Error("The request this work belonged to has already been answered.");
 
 /** The longest delay setTimeout keeps (about 24.8 days); a longer one fires at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -518,15 +518,12 @@ export function createIdempotencyEngine<Tx>({
       request: IdempotentRequest,
       execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
     ): Promise<RunResult<T>> {
-      if (!atomic || mode !== IdempotencyMode.ATOMIC) {
-        const cached = cache.get(request, now());
-        return cached ? answerExisting(request, cached, 0) : runLease(request, execute);
-      }
+      const cached = cache.get(request, now());
+      if (cached) return answerExisting(request, cached, 0);
+      if (!atomic || mode !== IdempotencyMode.ATOMIC) return runLease(request, execute);
       const patience = new Patience(now(), atomic.waitMs ?? DEFAULT_WAIT_MS);
       try {
         for (;;) {
-          const cached = cache.get(request, now());
-          if (cached) return answerExisting(request, cached, 0);
           // A duplicate of a call running in this process waits for it in memory, then replays what it stored
           // (or claims, if it stored nothing): no connection, no statement.
           const name = cacheKey(request);
@@ -535,6 +532,8 @@ export function createIdempotencyEngine<Tx>({
           // The leader gave up waiting for a call elsewhere: its followers have waited as long, and give up too.
           const outcome = await patience.deadline.race(leader).catch(() => IN_PROGRESS);
           if (outcome === IN_PROGRESS) conflict(request, busyRetryAfterMs);
+          const stored = cache.get(request, now());
+          if (stored) return answerExisting(request, stored, 0);
         }
       } finally {
         patience.deadline.clear();
