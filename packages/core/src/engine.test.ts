@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createIdempotencyEngine, type IdempotencyEvent, type Settlement } from "./engine.js";
 import { IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
 import { memoryStore } from "./memory-store.js";
-import type { IdempotencyStore } from "./store.js";
+import type { IdempotencyStore, StoredRecord } from "./store.js";
 
 const request = { scope: "alice", path: "orders.place", key: "k-1", fingerprint: "fp-1" };
 const ok = (body: string) => async () => ({ value: body, response: { status: 200, body } });
@@ -476,5 +476,59 @@ describe("the engine bounding its waits on the store", () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(released).toEqual([1]);
     expect(await inner.get(request)).toBeUndefined();
+  });
+});
+
+describe("the engine reading first when replays are what misses the cache", () => {
+  /** An atomic store with `peek` that logs which way each request went. */
+  function loggingStore() {
+    const records = new Map<string, StoredRecord>();
+    const log: string[] = [];
+    const store: IdempotencyStore<string> = {
+      ...(memoryStore() as IdempotencyStore<never>),
+      atomic: {
+        async transaction(work) {
+          log.push("transaction");
+          return work({
+            tx: "tx",
+            claim: async ({ id, fingerprint }) => {
+              const record = records.get(id.key);
+              if (record) return { status: "exists", record };
+              records.set(id.key, { state: "in_progress", fingerprint, fence: 1, leaseExpiresAt: 0, expiresAt: 0 });
+              return { status: "claimed", fence: 1, takeover: false };
+            },
+            complete: async (id, response, expiresAt) => {
+              records.set(id.key, { state: "completed", fingerprint: "fp-1", fence: 1, response, expiresAt });
+            },
+          });
+        },
+        async peek(id) {
+          log.push("peek");
+          return { running: false, record: records.get(id.key) };
+        },
+      },
+    };
+    return { store, log };
+  }
+
+  it("goes straight to the transaction for first executions, reads first once replays dominate, and back", async () => {
+    const { store, log } = loggingStore();
+    const engine = createIdempotencyEngine({ store, replayCacheSize: 0, now: () => Date.UTC(2026, 0, 1) });
+    const keys = Array.from({ length: 20 }, (_, n) => `key-${n}`);
+    /** The paths the last `count` requests took. */
+    const lastPaths = async (keysToRun: string[], count: number) => {
+      const paths: string[] = [];
+      for (const key of keysToRun) {
+        const before = log.length;
+        await engine.run({ ...request, key }, ok('"placed"'));
+        paths.push(log.slice(before).join("+"));
+      }
+      return paths.slice(-count);
+    };
+
+    expect(await lastPaths(keys, 20)).toEqual(Array(20).fill("transaction"));
+    expect(await lastPaths(keys, 5)).toEqual(Array(5).fill("peek"));
+    const fresh = keys.map((key) => `fresh-${key}`);
+    expect(await lastPaths(fresh, 5)).toEqual(Array(5).fill("transaction"));
   });
 });
