@@ -56,7 +56,11 @@ function procedureHeldUntilReleased(key: string) {
 const quick = async (): Promise<Settlement<string>> => ({ value: "quick", response: { status: 200, body: '"quick"' } });
 
 /** Duplicates of `key` through `engine`, counting those that got an answer. */
-function duplicatesOf(engine: ReturnType<typeof createIdempotencyEngine>, key: string, procedure: typeof quick) {
+function duplicatesOf(
+  engine: ReturnType<typeof createIdempotencyEngine>,
+  key: string,
+  procedure: Parameters<ReturnType<typeof createIdempotencyEngine>["run"]>[1],
+) {
   let answered = 0;
   const all = Array.from({ length: DUPLICATES }, () =>
     engine.run(request(key), procedure).finally(() => {
