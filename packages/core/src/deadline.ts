@@ -45,6 +45,20 @@ export class Deadline {
     return Promise.race([work, this.#expired]);
   }
 
+  /** Waits `ms`, unless the time runs out first (then rejects as `race` does); leaves no timer behind either way. */
+  async sleep(ms: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await this.race(
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, ms);
+        }),
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Throws the missed phase's error, if a phase was missed: the waiter has been answered already. */
   check(): void {
     if (this.missed) throw this.missed;

@@ -453,6 +453,37 @@ describe("the engine bounding its waits on the store", () => {
     expect(events.map((event) => event.type)).toEqual(["store_error"]);
   });
 
+  /** An atomic store on which another transaction holds every key, and whose reads answer when `reads` says. */
+  function heldElsewhereStore(reads: () => Promise<{ running: boolean; record: undefined }>) {
+    const store: IdempotencyStore<string> = {
+      ...(memoryStore() as IdempotencyStore<never>),
+      atomic: {
+        waitMs: 500,
+        transaction: (work) => work({ tx: "tx", claim: async () => ({ status: "busy" }), complete: async () => {} }),
+        peek: reads,
+      },
+    };
+    return store;
+  }
+
+  it("answers 409 once waitMs passed while the key is held elsewhere, even when a read never answers", async () => {
+    const { engine } = engineOver(heldElsewhereStore(() => new Promise(() => {})));
+    const outcome = refusal(engine.run(request, ok("1")));
+    await vi.advanceTimersByTimeAsync(500);
+    expect(await outcome).toMatchObject({ code: "IN_PROGRESS", at: 500 });
+  });
+
+  it("lets a duplicate that joined late wait out its own waitMs after the call it followed gave up", async () => {
+    const { engine } = engineOver(heldElsewhereStore(async () => ({ running: true, record: undefined })));
+    const first = refusal(engine.run(request, ok("1")));
+    await vi.advanceTimersByTimeAsync(400);
+    const late = refusal(engine.run(request, ok("1")));
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await first).toMatchObject({ code: "IN_PROGRESS", at: 500 });
+    await vi.advanceTimersByTimeAsync(400);
+    expect(await late).toMatchObject({ code: "IN_PROGRESS", at: 900 });
+  });
+
   it("lease mode: answers 503 when the claim never answers, and releases a claim that lands after that", async () => {
     const inner = memoryStore();
     const claimGate = gate();

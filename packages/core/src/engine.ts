@@ -376,59 +376,65 @@ export function createIdempotencyEngine<Tx>({
   /**
    * Atomic mode: claims in a transaction and runs. While a transaction elsewhere holds the key, a store with `peek`
    * answers at once; the duplicate then waits outside any transaction, asking between pauses, until that call
-   * ended (replay, or claim again if it was rolled back) or `patience` ran out (409).
+   * ended (replay, or claim again if it was rolled back) or `patience` ran out (409). Once most of this
+   * procedure's cache misses were replays, a miss reads the record first (one statement, no transaction).
+   * `heldElsewhere`: a leader in this process just found the key held, so start by waiting.
    */
   async function runAtomic<T>(
     request: IdempotentRequest,
     execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
     atomic: Atomic,
     patience: Patience,
+    heldElsewhere = false,
   ): Promise<RunResult<T>> {
-    if (atomic.peek && storedShare > 0.5) {
-      const seen = await peek(request, atomic.peek.bind(atomic));
-      if (seen === RUNNING) {
-        const answer = await waitWhileHeld(request, atomic, patience);
-        if (answer) return answer;
-      } else if (seen) {
-        return seen;
+    const read = atomic.peek?.bind(atomic);
+    let next: "claim" | "read" | "wait" = heldElsewhere ? "wait" : read && storedShare > 0.5 ? "read" : "claim";
+    for (let pauseMs = FIRST_POLL_MS; ; ) {
+      if (next === "claim") {
+        const outcome = await attemptAtomic(request, execute, atomic, patience);
+        if (outcome !== HELD_ELSEWHERE) return outcome;
+        next = "wait";
+        continue;
       }
-    }
-    for (;;) {
-      const outcome = await attemptAtomic(request, execute, atomic, patience);
-      if (outcome !== HELD_ELSEWHERE) return outcome;
-      const answer = await waitWhileHeld(request, atomic, patience);
-      if (answer) return answer;
-    }
-  }
-
-  /** Asks the store between pauses until the key's holder ended; an answer for a record it stored, else undefined. */
-  async function waitWhileHeld(
-    request: IdempotentRequest,
-    atomic: Atomic,
-    patience: Patience,
-  ): Promise<RunResult<never> | undefined> {
-    if (!atomic.peek) return conflict(request, busyRetryAfterMs);
-    const read = atomic.peek.bind(atomic);
-    for (let pauseMs = FIRST_POLL_MS; ; pauseMs = Math.min(pauseMs * 2, MAX_POLL_MS)) {
-      await patience.deadline.race(abortableDelay(pauseMs)).catch(() => conflict(request, busyRetryAfterMs));
-      const seen = await peek(request, read);
-      if (seen !== RUNNING) return seen;
+      if (!read) return conflict(request, busyRetryAfterMs);
+      if (next === "wait") {
+        await patience.deadline.sleep(pauseMs).catch(() => conflict(request, busyRetryAfterMs));
+        pauseMs = Math.min(pauseMs * 2, MAX_POLL_MS);
+      }
+      // A read that outlasts the wait: with the key known to be held, 409; before that, no connection came.
+      const outOfTime =
+        next === "wait"
+          ? () => conflict(request, busyRetryAfterMs)
+          : () => {
+              throw storeFailure(request, new Error("no connection"), noConnectionMessage(patience.waitMs));
+            };
+      const seen = await peek(request, read, patience, outOfTime);
+      if (seen === RUNNING) next = "wait";
+      else if (seen) return seen;
+      else next = "claim";
     }
   }
 
   /**
-   * One read of the key outside any transaction: the answer to give when a record is stored, RUNNING while a
-   * transaction holds the key, undefined when it is free to claim.
+   * One read of the key outside any transaction, within what is left of `patience`: the answer to give when a
+   * record is stored, RUNNING while a transaction holds the key, undefined when it is free to claim.
    */
   async function peek(
     request: IdempotentRequest,
     read: NonNullable<Atomic["peek"]>,
+    patience: Patience,
+    outOfTime: () => never,
   ): Promise<RunResult<never> | typeof RUNNING | undefined> {
     let seen: Awaited<ReturnType<typeof read>>;
+    const limit = new Deadline();
+    limit.arm(storeTimeoutMs, () => new Error(`The store did not answer a read within ${storeTimeoutMs} ms.`));
     try {
-      seen = await bounded(read(request), "a read");
+      seen = await patience.deadline.race(limit.race(read(request)));
     } catch (error) {
+      if (error === patience.deadline.missed) outOfTime();
       throw storeFailure(request, error);
+    } finally {
+      limit.clear();
     }
     const at = now();
     if (seen.record && !replacement(seen.record, { now: at, fingerprint: request.fingerprint })) {
@@ -456,10 +462,7 @@ export function createIdempotencyEngine<Tx>({
     let failure: string | undefined;
     const deadline = new Deadline();
     // A duplicate's wait (waitMs) covers queueing for a connection as well as waiting on the key's row.
-    deadline.arm(
-      waitLeft(),
-      unavailable(`No database connection was free within ${waitMs} ms, so the request was not run; retry later.`),
-    );
+    deadline.arm(waitLeft(), unavailable(noConnectionMessage(waitMs)));
     try {
       const result = await deadline.race(
         atomic.transaction(async (session): Promise<RunResult<T>> => {
@@ -489,9 +492,9 @@ export function createIdempotencyEngine<Tx>({
             ),
           );
           // The transaction holds the key until it ends: nothing can take it over, so this signal never aborts.
-          const running = execute({ tx: session.tx, signal: new AbortController().signal });
+          const procedure = execute({ tx: session.tx, signal: new AbortController().signal });
           const settlement = await deadline.race(
-            running.catch((error: unknown) => {
+            procedure.catch((error: unknown) => {
               throw new WorkFailed(error);
             }),
           );
@@ -556,18 +559,19 @@ export function createIdempotencyEngine<Tx>({
       if (cached) return answerExisting(request, cached, 0);
       if (!atomic || mode !== IdempotencyMode.ATOMIC) return runLease(request, execute);
       const patience = new Patience(now(), atomic.waitMs ?? DEFAULT_WAIT_MS);
+      let heldElsewhere = false;
       try {
         for (;;) {
           // A duplicate of a call running in this process waits for it in memory, then replays what it stored
           // (or claims, if it stored nothing): no connection, no statement.
           const name = cacheKey(request);
           const leader = running.get(name);
-          if (!leader) return await lead(name, runAtomic(request, execute, atomic, patience));
-          // The leader gave up waiting for a call elsewhere: its followers have waited as long, and give up too.
-          const outcome = await patience.deadline.race(leader).catch(() => IN_PROGRESS);
-          if (outcome === IN_PROGRESS) conflict(request, busyRetryAfterMs);
+          if (!leader) return await lead(name, runAtomic(request, execute, atomic, patience, heldElsewhere));
+          const outcome = await patience.deadline.race(leader).catch(() => conflict(request, busyRetryAfterMs));
           const stored = cache.get(request, now());
           if (stored) return answerExisting(request, stored, 0);
+          // The leader gave up on a call that holds the key elsewhere: this one waits on with what it has left.
+          heldElsewhere = outcome === IN_PROGRESS;
         }
       } finally {
         patience.deadline.clear();
@@ -590,6 +594,11 @@ class Patience {
   ) {
     this.deadline.arm(waitMs, () => new Error("waited for the call holding the key"));
   }
+}
+
+/** What a request is told when it was not handed a database connection within its wait. */
+function noConnectionMessage(waitMs: number): string {
+  return `No database connection was free within ${waitMs} ms, so the request was not run; retry later.`;
 }
 
 /** Pauses between polls of a key held elsewhere: short at first (most calls end soon), then steady. */

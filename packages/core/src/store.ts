@@ -121,8 +121,9 @@ export const DEFAULT_WAIT_MS = 5_000;
 
 /**
  * Atomic mode: the claim, the procedure's own writes and the stored response share one database transaction,
- * so they commit together or not at all. A duplicate that arrives while the first is running waits on the
- * key's row (bounded by the store's wait limit) and then sees the committed response.
+ * so they commit together or not at all. A duplicate that arrives while the first is running is told the key is
+ * held (at once with `peek`, else after waiting on the key's row up to the store's wait limit), waits outside the
+ * transaction for up to `waitMs` in all, and then sees the committed response.
  */
 export interface AtomicCapability<Tx> {
   /**

@@ -77,14 +77,14 @@ const CLAIM_ATTEMPTS = 5;
 type Executor = Pick<AnyPgDatabase, "_">;
 type AtomicClaimResult = ClaimResult | { status: "busy" };
 
-/** An atomic transaction's part in a claim. */
+/** A claim inside a transaction, which takes the key's advisory lock. */
 interface Claiming {
   /**
    * Runs when the claim was won by any statement but the first one sent (a replacing update, or an insert on a
    * later attempt), before the claim is reported: atomic mode sets its savepoint again there, so that undoing the
    * procedure's writes can never undo the claim itself.
    */
-  afterLateClaim(): PromiseLike<unknown>;
+  afterLateClaim?(): PromiseLike<unknown>;
 }
 type Row = Record<string, unknown>;
 
@@ -108,7 +108,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const [row] = await run(executor, statements.CLAIM, claimParamsOf());
       if (row?.claimed_fence != null) {
-        if (attempt > 0) await inTransaction?.afterLateClaim();
+        if (attempt > 0) await inTransaction?.afterLateClaim?.();
         return { status: "claimed", fence: Number(row.claimed_fence), takeover: false };
       }
       const seen = row?.state != null ? toRecord(row) : undefined;
@@ -123,7 +123,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       if (!replaced) return { status: "exists", record };
       const [updated] = await run(executor, statements.REPLACE, [...claimParams(request, waitMs), record.fence]);
       if (updated?.fence != null) {
-        await inTransaction?.afterLateClaim();
+        await inTransaction?.afterLateClaim?.();
         return { status: "claimed", fence: Number(updated.fence), takeover: replaced.takeover };
       }
     }
@@ -242,7 +242,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   async function recordAgain(request: ClaimRequest, response: StoredResponse, expiresAt: number): Promise<void> {
     const recorded = await db
       .transaction(async (tx) => {
-        const outcome = await claimWith(tx, request);
+        const outcome = await claimWith(tx, request, {});
         if (outcome.status !== "claimed") return false;
         if (!(await completeWith(tx, request.id, outcome.fence, response, expiresAt))) throw new Error("lost");
         return true;
@@ -299,10 +299,16 @@ const RECORD_COLUMNS = `state, fingerprint, fence,
 /** $1, $2, $3: the record id. */
 const KEY_MATCH = "scope = $1::text and path = $2::text and key = $3::text";
 /**
- * The advisory lock an atomic claim holds on its record id until its transaction ends, so that a duplicate learns at
- * once that the key is held instead of waiting on the row. Two ids whose hashes collide only make one of them wait.
+ * The advisory lock (one 64-bit number) that an atomic claim holds on its record id until its transaction ends, so
+ * that a duplicate learns at once that the key is held instead of waiting on the row. It is seeded with the table's
+ * name, so two stores' tables never share a lock. Two ids whose hashes collide (or an app's own advisory lock on the
+ * same number) behave as one key while both are held: the later one waits, and is answered 409 if the earlier one
+ * outlasts its `waitMs`; no answer is ever mixed up, as records are still found by their id.
  */
-const KEY_LOCK = "hashtextextended(concat_ws(chr(31), $1::text, $2::text, $3::text), 0)";
+function keyLock(table: string): string {
+  const seed = BigInt.asIntN(64, BigInt(`0x${sha256Hex(table).slice(0, 16)}`));
+  return `hashtextextended(concat_ws(chr(31), $1::text, $2::text, $3::text), ${seed})`;
+}
 
 /**
  * The store's statements over `table` (the qualified, quoted name). Their texts are fixed per table, so each is
@@ -310,6 +316,7 @@ const KEY_LOCK = "hashtextextended(concat_ws(chr(31), $1::text, $2::text, $3::te
  * two stores on one connection never share a statement name.
  */
 function statementsFor(table: string) {
+  const lock = keyLock(table);
   const statements = {
     /**
      * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout, $8 whether to take the key's advisory lock (atomic
@@ -321,7 +328,7 @@ function statementsFor(table: string) {
       name: "idemkit_claim",
       text: `with previous as materialized (
         select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true),
-               (not $8::bool or pg_try_advisory_xact_lock(${KEY_LOCK})) as free
+               (not $8::bool or pg_try_advisory_xact_lock(${lock})) as free
       ), inserted as (
         insert into ${table} (scope, path, key, fingerprint, state, fence, lease_expires_at, expires_at)
         select $1::text, $2::text, $3::text, $4::text, 'in_progress', 1,
@@ -339,12 +346,13 @@ function statementsFor(table: string) {
     },
 
     /**
-     * Whether a transaction holds the key's lock now (trying it outside a transaction takes it only for this
-     * statement), and the record as committed. One row back.
+     * Whether a transaction holds the key's lock now, and the record as committed. One row back. Outside a
+     * transaction the lock is tried for this statement only, and shared, so that reads never see each other as the
+     * holder; a claim that tries it in that instant finds the key busy and looks again after a short pause.
      */
     PEEK: {
       name: "idemkit_peek",
-      text: `select not pg_try_advisory_xact_lock(${KEY_LOCK}) as running, record.*
+      text: `select not pg_try_advisory_xact_lock_shared(${lock}) as running, record.*
       from (select 1) as one left join (select ${RECORD_COLUMNS} from ${table} where ${KEY_MATCH}) as record on true`,
     },
 

@@ -185,7 +185,7 @@ describe.each(backends)("a T3 app adopting idemkit, on $name", (backend) => {
     if (backend.name === "postgres") {
       const inTransaction =
         "select count(*)::int as n from pg_stat_activity where datname = current_database() " +
-        "and xact_start is not null and pid <> pg_backend_pid()";
+        "and backend_type = 'client backend' and xact_start is not null and pid <> pg_backend_pid()";
       expect(await backend.count(env, inTransaction, [])).toBe(1);
     }
     open();
