@@ -4,29 +4,13 @@
  * transaction (held past `transactionTimeoutMs`) can no longer write through it: nothing of it is kept.
  */
 import { createIdempotencyEngine, type Settlement } from "@idemkit/core/internal";
-import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
+import { type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
-type Opened = Awaited<ReturnType<typeof openPostgres | typeof openNodePostgres | typeof openPglite>>;
-const databases: Record<string, Opened> = {};
-
-beforeAll(async () => {
-  const [postgresJs, nodePostgres, pglite] = await Promise.all([
-    // One connection, so a second request queues for it behind the first.
-    openPostgres(inject("postgresUrl"), { max: 1 }),
-    openNodePostgres(inject("postgresUrl"), { max: 1 }),
-    openPglite(),
-  ]);
-  Object.assign(databases, { "postgres.js": postgresJs, "node-postgres": nodePostgres, PGlite: pglite });
-  for (const database of Object.values(databases)) {
-    await database.query("create table notes (id serial primary key, key text not null)");
-  }
-});
-afterAll(async () => {
-  await Promise.all(Object.values(databases).map((database) => database.close()));
-});
+// One connection, so a second request queues for it behind the first.
+const databases = notesDatabases(1);
 
 const request = (key: string) => ({ scope: "s", path: "notes.add", key, fingerprint: "fp" });
 
@@ -44,7 +28,7 @@ function heldProcedure(key: string, { inSavepoint = false } = {}) {
     wrote = resolve;
   });
   let runs = 0;
-  const writeBoth = async (db: Opened["db"]) => {
+  const writeBoth = async (db: NotesDatabase["db"]) => {
     await db.execute(sql`insert into notes (key) values (${key})`);
     wrote();
     await released;
@@ -52,16 +36,16 @@ function heldProcedure(key: string, { inSavepoint = false } = {}) {
   };
   const procedure = async ({ tx }: { tx: unknown }): Promise<Settlement<string>> => {
     runs++;
-    const db = tx as Opened["db"];
+    const db = tx as NotesDatabase["db"];
     await (inSavepoint
-      ? db.transaction((savepoint) => writeBoth(savepoint as unknown as Opened["db"]))
+      ? db.transaction((savepoint) => writeBoth(savepoint as unknown as NotesDatabase["db"]))
       : writeBoth(db));
     return { value: "ok", response: { status: 200, body: '"ok"' } };
   };
   return { procedure, release, written, runs: () => runs };
 }
 
-async function notesOf(database: Opened, key: string): Promise<number> {
+async function notesOf(database: NotesDatabase, key: string): Promise<number> {
   const [row] = await database.query<{ n: number }>("select count(*)::int as n from notes where key like $1", [
     `${key}%`,
   ]);
@@ -84,7 +68,7 @@ async function codeOf(outcome: Promise<unknown>): Promise<unknown> {
 
 describe.each(["postgres.js", "node-postgres"])("a pool of one connection on %s", (driver) => {
   it("answers a request queued for the connection 503 once waitMs passed, and it never runs later", async () => {
-    const database = databases[driver] as Opened;
+    const database = databases[driver as keyof typeof databases];
     const [key, queuedKey] = [globalThis.crypto.randomUUID(), globalThis.crypto.randomUUID()];
     const engine = createIdempotencyEngine({ store: drizzleStore({ db: database.db, waitMs: 200 }) });
     const first = heldProcedure(key);
@@ -118,7 +102,7 @@ describe.each(["postgres.js", "node-postgres", "PGlite"])("a procedure outliving
     ["in a savepoint, as soon as it is answered", false, true],
     ["in a savepoint, once the driver has ended the transaction", true, true],
   ])("is answered 503, keeps nothing, and a statement it sends %s is refused", async (_, afterEnd, inSavepoint) => {
-    const database = databases[driver] as Opened;
+    const database = databases[driver as keyof typeof databases];
     const key = globalThis.crypto.randomUUID();
     const engine = createIdempotencyEngine({
       store: drizzleStore({ db: database.db }),

@@ -5,29 +5,13 @@
  * duplicate replays the one run's answer.
  */
 import { createIdempotencyEngine, type Settlement } from "@idemkit/core/internal";
-import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
+import { type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
-type Opened = Awaited<ReturnType<typeof openPostgres | typeof openNodePostgres | typeof openPglite>>;
-const databases: Record<string, Opened> = {};
-
-beforeAll(async () => {
-  const [postgresJs, nodePostgres, pglite] = await Promise.all([
-    // Two connections: one for the call holding the key, one for everything else.
-    openPostgres(inject("postgresUrl"), { max: 2 }),
-    openNodePostgres(inject("postgresUrl"), { max: 2 }),
-    openPglite(),
-  ]);
-  Object.assign(databases, { "postgres.js": postgresJs, "node-postgres": nodePostgres, PGlite: pglite });
-  for (const database of Object.values(databases)) {
-    await database.query("create table notes (id serial primary key, key text not null)");
-  }
-});
-afterAll(async () => {
-  await Promise.all(Object.values(databases).map((database) => database.close()));
-});
+// Two connections: one for the call holding the key, one for everything else.
+const databases = notesDatabases(2);
 
 const request = (key: string) => ({ scope: "s", path: "notes.add", key, fingerprint: "fp" });
 const DUPLICATES = 10;
@@ -45,7 +29,7 @@ function procedureHeldUntilReleased(key: string) {
   let runs = 0;
   const procedure = async ({ tx }: { tx: unknown }): Promise<Settlement<string>> => {
     runs++;
-    await (tx as Opened["db"]).execute(sql`insert into notes (key) values (${key})`);
+    await (tx as NotesDatabase["db"]).execute(sql`insert into notes (key) values (${key})`);
     started();
     await released;
     return { value: "placed", response: { status: 200, body: '"placed"' } };
@@ -70,9 +54,22 @@ function duplicatesOf(
   return { all: Promise.all(all), answered: () => answered };
 }
 
+/** Releases the first call: it answers, every duplicate replays its answer, and it ran once. */
+async function expectOneRunReplayed(
+  first: ReturnType<typeof procedureHeldUntilReleased>,
+  placing: Promise<unknown>,
+  duplicates: ReturnType<typeof duplicatesOf>,
+) {
+  first.release();
+  expect(await placing).toEqual({ replayed: false, value: "placed" });
+  const answers = await duplicates.all;
+  expect(answers).toEqual(Array(DUPLICATES).fill({ replayed: true, response: { status: 200, body: '"placed"' } }));
+  expect(first.runs()).toBe(1);
+}
+
 describe.each(["postgres.js", "node-postgres", "PGlite"])("duplicates in the same process on %s", (driver) => {
   it("wait for the running call in memory while an unrelated request is served, then replay it", async () => {
-    const database = databases[driver] as Opened;
+    const database = databases[driver as keyof typeof databases];
     const engine = createIdempotencyEngine({ store: drizzleStore({ db: database.db, waitMs: 10_000 }) });
     const key = globalThis.crypto.randomUUID();
     const first = procedureHeldUntilReleased(key);
@@ -89,18 +86,14 @@ describe.each(["postgres.js", "node-postgres", "PGlite"])("duplicates in the sam
       expect(duplicates.answered()).toBe(0);
     }
 
-    first.release();
-    expect(await placing).toEqual({ replayed: false, value: "placed" });
-    const answers = await duplicates.all;
-    expect(answers).toEqual(Array(DUPLICATES).fill({ replayed: true, response: { status: 200, body: '"placed"' } }));
-    expect(first.runs()).toBe(1);
+    await expectOneRunReplayed(first, placing, duplicates);
   }, 30_000);
 });
 
 describe.each(["postgres.js", "node-postgres"])("duplicates from another instance on %s", (driver) => {
   /** Two instances of an app on one database: engines of their own, stores of their own, one pool. */
   function instances(waitMs: number) {
-    const database = databases[driver] as Opened;
+    const database = databases[driver as keyof typeof databases];
     const instance = () =>
       createIdempotencyEngine({ store: drizzleStore({ db: database.db, waitMs }), replayCacheSize: 0 });
     return [instance(), instance()] as const;
@@ -117,11 +110,7 @@ describe.each(["postgres.js", "node-postgres"])("duplicates from another instanc
     expect(await b.run(request(globalThis.crypto.randomUUID()), quick)).toEqual({ replayed: false, value: "quick" });
     expect(duplicates.answered()).toBe(0);
 
-    first.release();
-    expect(await placing).toEqual({ replayed: false, value: "placed" });
-    const answers = await duplicates.all;
-    expect(answers).toEqual(Array(DUPLICATES).fill({ replayed: true, response: { status: 200, body: '"placed"' } }));
-    expect(first.runs()).toBe(1);
+    await expectOneRunReplayed(first, placing, duplicates);
   }, 30_000);
 
   it("are answered 409 IN_PROGRESS once waitMs passed while the call still runs, and it still runs once", async () => {
