@@ -7,6 +7,7 @@ import { createIdempotencyEngine, type Settlement } from "@idemkit/core/internal
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
+import { gate } from "./gate.js";
 import { type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
 // One connection, so a second request queues for it behind the first.
@@ -19,14 +20,8 @@ const request = (key: string) => ({ scope: "s", path: "notes.add", key, fingerpr
  * `inSavepoint`, both writes go through a savepoint (`tx.transaction`).
  */
 function heldProcedure(key: string, { inSavepoint = false } = {}) {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let wrote!: () => void;
-  const written = new Promise<void>((resolve) => {
-    wrote = resolve;
-  });
+  const { opened: released, open: release } = gate();
+  const { opened: written, open: wrote } = gate();
   let runs = 0;
   const writeBoth = async (db: NotesDatabase["db"]) => {
     await db.execute(sql`insert into notes (key) values (${key})`);

@@ -8,6 +8,7 @@ import { createIdempotencyEngine, type Settlement } from "@idemkit/core/internal
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
+import { gate } from "./gate.js";
 import { type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
 // Two connections: one for the call holding the key, one for everything else.
@@ -18,14 +19,8 @@ const DUPLICATES = 10;
 
 /** A procedure that writes a note and answers once the test releases it; `runs` counts its executions. */
 function procedureHeldUntilReleased(key: string) {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let started!: () => void;
-  const running = new Promise<void>((resolve) => {
-    started = resolve;
-  });
+  const { opened: released, open: release } = gate();
+  const { opened: running, open: started } = gate();
   let runs = 0;
   const procedure = async ({ tx }: { tx: unknown }): Promise<Settlement<string>> => {
     runs++;
