@@ -5,10 +5,11 @@
  * duplicate replays the one run's answer.
  */
 import { createIdempotencyEngine, type Settlement } from "@idemkit/core/internal";
+import { gate } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
-import { gate } from "./gate.js";
+
 import { type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
 // Two connections: one for the call holding the key, one for everything else.

@@ -39,7 +39,7 @@ export interface AppOptions {
   /** Called with every event after the app has recorded it (a test's observer, which may throw). */
   observe?: (event: IdempotencyEvent) => void;
   /** Awaited inside placeOrder after its insert, before it returns: lets a test hold a request mid-flight. */
-  hold?: (key: string) => Promise<void>;
+  hold?: (key: string) => Promise<void> | undefined;
 }
 
 export function createApp({

@@ -10,6 +10,7 @@ export type {
 export { MIGRATIONS_FOLDER, openNodePostgres, openPglite, openPostgres } from "./databases.js";
 export type { Fault, FaultProxy, ProxiedRequest } from "./fault-proxy.js";
 export { startFaultProxy } from "./fault-proxy.js";
+export { gate } from "./gate.js";
 export type { FetchHandler, ServedHandler } from "./http.js";
 export { serveFetch } from "./http.js";
 export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";
