@@ -11,6 +11,11 @@
  */
 export class Deadline {
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the timer is set to go off, in ms since the epoch. */
+  #timerDue = Number.POSITIVE_INFINITY;
+  /** When the current phase's time runs out, in ms since the epoch; infinite when it has no limit. */
+  #due = Number.POSITIVE_INFINITY;
+  #error: () => Error = () => ANSWERED;
   #fail: (error: Error) => void = () => {};
   readonly #expired: Promise<never>;
   /** The error of the phase whose time ran out, once one has. */
@@ -26,17 +31,31 @@ export class Deadline {
   /**
    * Starts a phase that must end within `ms`; past that, `error()` is what every waiter gets. An infinite `ms`
    * sets no limit. Nothing happens once a phase was missed or the deadline was cleared.
+   *
+   * A phase that ends later than the timer already set keeps that timer, which looks again when it goes off: a
+   * request passes through four phases, and most end long before their limits, so most requests set one timer.
    */
   arm(ms: number, error: () => Error): void {
+    if (this.missed) return;
+    this.#error = error;
+    this.#due = Number.isNaN(ms) || ms === Number.POSITIVE_INFINITY ? ms : Date.now() + Math.max(0, ms);
+    if (this.#due < this.#timerDue) this.#schedule();
+  }
+
+  #schedule(): void {
     clearTimeout(this.#timer);
-    if (this.missed || Number.isNaN(ms) || ms === Number.POSITIVE_INFINITY) return;
-    this.#timer = setTimeout(
-      () => {
-        this.missed = error();
-        this.#fail(this.missed);
-      },
-      Math.min(Math.max(0, ms), MAX_TIMER_MS),
-    );
+    this.#timerDue = this.#due;
+    this.#timer = setTimeout(() => this.#expire(), Math.min(this.#due - Date.now(), MAX_TIMER_MS));
+  }
+
+  #expire(): void {
+    this.#timerDue = Number.POSITIVE_INFINITY;
+    if (this.missed || !(this.#due <= Date.now())) {
+      if (!this.missed && this.#due < Number.POSITIVE_INFINITY) this.#schedule();
+      return;
+    }
+    this.missed = this.#error();
+    this.#fail(this.missed);
   }
 
   /** `work`'s outcome, or the missed phase's error if the time runs out first. */
@@ -70,6 +89,7 @@ export class Deadline {
    */
   clear(): void {
     clearTimeout(this.#timer);
+    this.#timerDue = Number.POSITIVE_INFINITY;
     if (this.missed) return;
     this.missed = ANSWERED;
     this.#fail(ANSWERED);

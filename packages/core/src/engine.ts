@@ -574,7 +574,7 @@ export function createIdempotencyEngine<Tx>({
           heldElsewhere = outcome === IN_PROGRESS;
         }
       } finally {
-        patience.deadline.clear();
+        patience.end();
       }
     },
   };
@@ -584,15 +584,31 @@ export type IdempotencyEngine<Tx> = ReturnType<typeof createIdempotencyEngine<Tx
 
 type Emit = (type: IdempotencyEventType, id: RecordId, extra?: Partial<IdempotencyEvent>) => void;
 
-/** How long one request may wait, in all, for a call that holds its key (a duplicate's `waitMs`). */
+/**
+ * How long one request may wait, in all, for a call that holds its key (a duplicate's `waitMs`). Its timer is set
+ * only when the request first waits: most requests never do.
+ */
 class Patience {
-  /** Runs out when the wait is over: every wait of the request races it. */
-  readonly deadline = new Deadline();
+  #deadline: Deadline | undefined;
+  readonly #armedAt = Date.now();
   constructor(
     readonly startedAt: number,
     readonly waitMs: number,
-  ) {
-    this.deadline.arm(waitMs, () => new Error("waited for the call holding the key"));
+  ) {}
+
+  /** Runs out when the wait is over: every wait of the request races it. */
+  get deadline(): Deadline {
+    if (!this.#deadline) {
+      this.#deadline = new Deadline();
+      const waitedMs = Date.now() - this.#armedAt;
+      this.#deadline.arm(this.waitMs - waitedMs, () => new Error("waited for the call holding the key"));
+    }
+    return this.#deadline;
+  }
+
+  /** The request has been answered. */
+  end(): void {
+    this.#deadline?.clear();
   }
 }
 
