@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { sha256Hex } from "./sha256.js";
+import { portableSha256Hex, sha256Hex, sha256HexOfBytes } from "./sha256.js";
 
 async function webCrypto(text: string): Promise<string> {
   const digest = await globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
@@ -21,6 +21,12 @@ describe("sha256Hex", () => {
       "ünïcödé 🧾 订单",
       JSON.stringify({ items: Array.from({ length: 50 }, (_, i) => ({ sku: `s${i}`, qty: i })) }),
     );
-    for (const text of texts) expect(sha256Hex(text)).toBe(await webCrypto(text));
+    for (const text of texts) {
+      const expected = await webCrypto(text);
+      expect(sha256Hex(text)).toBe(expected);
+      // The code that browsers and edge runtimes run, where node:crypto is missing.
+      expect(portableSha256Hex(new TextEncoder().encode(text))).toBe(expected);
+      expect(sha256HexOfBytes(new TextEncoder().encode(text))).toBe(expected);
+    }
   });
 });
