@@ -13,12 +13,10 @@
  * of unprotected.
  * Environment: DATABASE_URL (else a throwaway server), BENCH_SECONDS per round (3), BENCH_CONNECTIONS (16).
  */
-import { spawn } from "node:child_process";
-import { Agent, request } from "node:http";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { Agent } from "node:http";
 import { createDatabase, startPostgres } from "@idemkit/testkit";
 import { openDatabase } from "../src/server/database";
+import { type Answer, percentile, post, printTable, startBenchServer } from "./shared";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -60,30 +58,11 @@ const postgresServer = await startPostgres({ durable: true });
 const database = await createDatabase(postgresServer.url, "idemkit_bench");
 const migrated = await openDatabase({ url: database.url, max: 1 });
 await migrated.close();
-const server = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./server.ts", import.meta.url))], {
-  // As `next start` runs it: development-only checks (such as idemkit's bypass warning) are off.
-  env: { ...process.env, DATABASE_URL: database.url, NODE_ENV: "production" },
-  stdio: ["ignore", "pipe", "inherit"],
-});
-const baseUrl = await new Promise<string>((resolve) => {
-  createInterface({ input: server.stdout }).on("line", (line) => {
-    if (line.startsWith("LISTENING ")) resolve(line.slice("LISTENING ".length));
-  });
-});
+const server = await startBenchServer(database.url);
 const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 
-function post(path: string, key: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { "content-type": "application/json", cookie: "uid=bench" };
-    if (key) headers["idempotency-key"] = key;
-    const call = request(`${baseUrl}/api/trpc/${path}`, { method: "POST", agent, headers }, (response) => {
-      response.resume();
-      response.on("end", () => resolve(response.statusCode ?? 0));
-    });
-    call.on("error", reject);
-    call.end(BODY);
-  });
-}
+const send = (path: string, key: string | undefined): Promise<Answer> =>
+  post(`${server.url}/api/trpc/${path}`, { agent, user: "bench", key, body: BODY });
 
 interface Measure {
   requests: number;
@@ -94,7 +73,7 @@ interface Measure {
 }
 
 async function serverCpuMs(): Promise<number> {
-  const response = await fetch(`${baseUrl}/api/trpc/bench.cpuMs`);
+  const response = await fetch(`${server.url}/api/trpc/bench.cpuMs`);
   const body = (await response.json()) as { result: { data: { json: number } } };
   return body.result.data.json;
 }
@@ -111,7 +90,7 @@ async function drive(scenario: Scenario, durationSeconds: number): Promise<Measu
     Array.from({ length: CONNECTIONS }, async () => {
       while (performance.now() < deadline) {
         const begin = performance.now();
-        const status = await post(scenario.path, scenario.key(sequence++));
+        const { status } = await send(scenario.path, scenario.key(sequence++));
         latenciesMs.push(performance.now() - begin);
         requests++;
         if (status !== 200) errors++;
@@ -122,14 +101,10 @@ async function drive(scenario: Scenario, durationSeconds: number): Promise<Measu
   return { requests, errors, seconds: elapsedSeconds, latenciesMs, serverCpuMs: (await serverCpuMs()) - cpuBefore };
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-}
-
 // The replay keys must exist before anyone replays them, under each path that replays them (a record belongs to
 // its procedure), and everything gets a warm-up.
 for (const key of replayKeys) {
-  for (const path of ["checkout.placeOrder", "bench.placeOrderNoCache", "bench.noop"]) await post(path, key);
+  for (const path of ["checkout.placeOrder", "bench.placeOrderNoCache", "bench.noop"]) await send(path, key);
 }
 for (const scenario of scenarios) await drive(scenario, 1);
 
@@ -155,17 +130,13 @@ const rateOf = (name: string) => {
 console.log(
   `\nidemkit bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s per scenario, PostgreSQL fsync on, pool 10\n`,
 );
-const columns = ["scenario", "req/s", "p50 ms", "p99 ms", "server CPU ms/req", "errors", "vs baseline"];
-const widths = [22, 9, 9, 9, 19, 8, 34];
-const row = (cells: string[]) =>
-  cells.map((cell, i) => (i === 0 ? cell.padEnd(22) : cell.padStart(widths[i] ?? 0))).join("");
-console.log(row(columns));
-for (const { name, baseline = "unprotected" } of scenarios) {
-  const total = totals.get(name) as Measure;
-  const sorted = total.latenciesMs.sort((a, b) => a - b);
-  const rate = total.requests / total.seconds;
-  console.log(
-    row([
+printTable(
+  ["scenario", "req/s", "p50 ms", "p99 ms", "server CPU ms/req", "errors", "vs baseline"],
+  scenarios.map(({ name, baseline = "unprotected" }) => {
+    const total = totals.get(name) as Measure;
+    const sorted = total.latenciesMs.sort((a, b) => a - b);
+    const rate = total.requests / total.seconds;
+    return [
       name,
       rate.toFixed(0),
       percentile(sorted, 50).toFixed(2),
@@ -173,12 +144,11 @@ for (const { name, baseline = "unprotected" } of scenarios) {
       (total.serverCpuMs / total.requests).toFixed(3),
       String(total.errors),
       `${(rate / rateOf(baseline)).toFixed(2)}x ${baseline}`,
-    ]),
-  );
-}
+    ];
+  }),
+);
 
 agent.destroy();
-server.kill("SIGTERM");
-await new Promise((resolve) => server.once("exit", resolve));
+await server.stop();
 await database.drop();
 await postgresServer.stop();

@@ -7,6 +7,8 @@
  *   bench.placeOrderUnprotected  the same writes (order, lines, payment) in a plain transaction
  *   bench.noop / noopUnprotected a procedure that does nothing, protected (replayed from the cache) and not: the floor
  *                                that tRPC and HTTP set, which a cached replay should add nothing to
+ *   bench.slowOrder              placeOrder's writes, then `holdMs` more inside its transaction: a call slow enough
+ *                                for a storm of duplicates to gather behind it (bench:scale)
  */
 import { drizzleStore } from "@idemkit/drizzle";
 import { serveFetch } from "@idemkit/testkit";
@@ -14,13 +16,14 @@ import { idempotency } from "@idemkit/trpc";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import superjson from "superjson";
+import { z } from "zod";
 import { createHandler, createRouter, placeOrderInput, t, writeOrder } from "../src/server/router";
 
 const client = postgres(String(process.env.DATABASE_URL), { max: Number(process.env.BENCH_POOL ?? 10) });
 const db = drizzle(client);
 const app = createRouter({ db });
 const uncached = createRouter({ db, replayCacheSize: 0 });
-const protectedNoop = t.procedure.use(
+const idempotent = t.procedure.use(
   idempotency({ store: drizzleStore({ db }), transformer: superjson, scope: ({ ctx }) => ctx.userId ?? "bench" }),
 );
 const router = t.mergeRouters(
@@ -33,13 +36,21 @@ const router = t.mergeRouters(
         const { user, system } = process.cpuUsage();
         return (user + system) / 1_000;
       }),
-      noop: protectedNoop.mutation(() => ({ ok: true })),
+      noop: idempotent.mutation(() => ({ ok: true })),
       noopUnprotected: t.procedure.mutation(() => ({ ok: true })),
       placeOrderUnprotected: t.procedure
         .input(placeOrderInput)
         .mutation(({ ctx, input }) =>
           db.transaction((tx) => writeOrder(tx, ctx.userId ?? "bench", input.items, globalThis.crypto.randomUUID())),
         ),
+      slowOrder: idempotent
+        .input(placeOrderInput.extend({ holdMs: z.number().int().min(0).max(10_000) }))
+        .mutation(async ({ ctx, input }) => {
+          const userId = ctx.userId ?? "bench";
+          const order = await writeOrder(ctx.idempotency.tx, userId, input.items, ctx.idempotency.subKey("payment"));
+          await new Promise((resolve) => setTimeout(resolve, input.holdMs));
+          return order;
+        }),
     }),
   }),
 );
