@@ -1,7 +1,8 @@
 /**
- * Fifty identical requests at once, over real HTTP, through a pool of 10 connections to a real PostgreSQL
- * server: the procedure body must run exactly once, and every answer must be that result (replayed) or a 409
- * with Retry-After.
+ * Duplicates over real HTTP against a real PostgreSQL server. Fifty identical requests at once through a pool of 10
+ * connections: the procedure body runs exactly once, and every answer is that result (replayed) or a 409 with
+ * Retry-After. A storm of 200 duplicates of one held call across two instances with pools of 2: another user's call
+ * is served while they wait, since waiting holds no connection.
  */
 import { gate, openPostgres, type ServedHandler, serveFetch } from "@idemkit/testkit";
 import { drizzle } from "drizzle-orm/postgres-js";
