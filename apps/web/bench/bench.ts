@@ -128,7 +128,7 @@ const rateOf = (name: string) => {
   return total.requests / total.seconds;
 };
 console.log(
-  `\nidemkit bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s per scenario, PostgreSQL fsync on, pool 10\n`,
+  `\nidemkit bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s per scenario, PostgreSQL fsync on, pool ${process.env.BENCH_POOL ?? 10}\n`,
 );
 printTable(
   ["scenario", "req/s", "p50 ms", "p99 ms", "server CPU ms/req", "errors", "vs baseline"],

@@ -96,14 +96,19 @@ async function send(action: Action, url: string, body = ORDER): Promise<Sent> {
     status: answer?.status ?? "none",
     replayed: answer?.replayed ?? false,
     retryAfterMs: answer?.retryAfterMs,
-    orderId:
-      answer?.status === 200
-        ? (JSON.parse(answer.body) as { result?: { data?: { json?: { orderId?: number } } } }).result?.data?.json
-            ?.orderId
-        : undefined,
+    orderId: answer?.status === 200 ? orderIdIn(answer.body) : undefined,
   };
   action.sent.push(sent);
   return sent;
+}
+
+/** The order a 200 names; undefined when its body names none (counted as lost). */
+function orderIdIn(body: string): number | undefined {
+  try {
+    return (JSON.parse(body) as { result?: { data?: { json?: { orderId?: number } } } }).result?.data?.json?.orderId;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Sends one copy of `action` to `url` until it is answered with something not worth retrying, or retries run out. */

@@ -58,4 +58,16 @@ describe("Deadline", () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(waiting.error?.message).toMatch(/already been answered/);
   });
+
+  it("holds a limit longer than a timer can wait until the limit itself", async () => {
+    const deadline = new Deadline();
+    const longMs = 2 ** 31 + 60_000;
+    deadline.arm(longMs, () => new Error("long"));
+    const waiting = watch(deadline.race(new Promise(() => {})));
+
+    await vi.advanceTimersByTimeAsync(2 ** 31);
+    expect(waiting.error).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(waiting.error?.message).toBe("long");
+  });
 });

@@ -11,9 +11,9 @@
  */
 export class Deadline {
   #timer: ReturnType<typeof setTimeout> | undefined;
-  /** When the timer is set to go off, in ms since the epoch. */
+  /** What the timer was set for, on the monotonic clock (`performance.now()`); it may go off earlier if clamped. */
   #timerDue = Number.POSITIVE_INFINITY;
-  /** When the current phase's time runs out, in ms since the epoch; infinite when it has no limit. */
+  /** When the current phase's time runs out, on the monotonic clock; infinite when it has no limit. */
   #due = Number.POSITIVE_INFINITY;
   #error: () => Error = () => ANSWERED;
   #fail: (error: Error) => void = () => {};
@@ -38,19 +38,19 @@ export class Deadline {
   arm(ms: number, error: () => Error): void {
     if (this.missed) return;
     this.#error = error;
-    this.#due = Number.isNaN(ms) || ms === Number.POSITIVE_INFINITY ? ms : Date.now() + Math.max(0, ms);
+    this.#due = Number.isNaN(ms) || ms === Number.POSITIVE_INFINITY ? ms : performance.now() + Math.max(0, ms);
     if (this.#due < this.#timerDue) this.#schedule();
   }
 
   #schedule(): void {
     clearTimeout(this.#timer);
     this.#timerDue = this.#due;
-    this.#timer = setTimeout(() => this.#expire(), Math.min(this.#due - Date.now(), MAX_TIMER_MS));
+    this.#timer = setTimeout(() => this.#expire(), Math.min(Math.max(0, this.#due - performance.now()), MAX_TIMER_MS));
   }
 
   #expire(): void {
     this.#timerDue = Number.POSITIVE_INFINITY;
-    if (this.missed || !(this.#due <= Date.now())) {
+    if (this.missed || !(this.#due <= performance.now())) {
       if (!this.missed && this.#due < Number.POSITIVE_INFINITY) this.#schedule();
       return;
     }

@@ -431,7 +431,7 @@ export function createIdempotencyEngine<Tx>({
     try {
       seen = await patience.deadline.race(limit.race(read(request)));
     } catch (error) {
-      if (error === patience.deadline.missed) outOfTime();
+      if (error === patience.missed) outOfTime();
       throw storeFailure(request, error);
     } finally {
       limit.clear();
@@ -586,11 +586,13 @@ type Emit = (type: IdempotencyEventType, id: RecordId, extra?: Partial<Idempoten
 
 /**
  * How long one request may wait, in all, for a call that holds its key (a duplicate's `waitMs`). Its timer is set
- * only when the request first waits: most requests never do.
+ * only when the request first waits, or reads the key outside a transaction: most first executions never do.
  */
 class Patience {
   #deadline: Deadline | undefined;
-  readonly #armedAt = Date.now();
+  #ended = false;
+  /** When the request started waiting, on the monotonic clock its deadline runs on. */
+  readonly #startedOn = performance.now();
   constructor(
     readonly startedAt: number,
     readonly waitMs: number,
@@ -600,14 +602,21 @@ class Patience {
   get deadline(): Deadline {
     if (!this.#deadline) {
       this.#deadline = new Deadline();
-      const waitedMs = Date.now() - this.#armedAt;
+      if (this.#ended) this.#deadline.clear();
+      const waitedMs = performance.now() - this.#startedOn;
       this.#deadline.arm(this.waitMs - waitedMs, () => new Error("waited for the call holding the key"));
     }
     return this.#deadline;
   }
 
+  /** The error the wait ran out with, if it did. */
+  get missed(): Error | undefined {
+    return this.#deadline?.missed;
+  }
+
   /** The request has been answered. */
   end(): void {
+    this.#ended = true;
     this.#deadline?.clear();
   }
 }

@@ -8,7 +8,6 @@ import { gate } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
-
 import { type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
 // One connection, so a second request queues for it behind the first.

@@ -9,7 +9,6 @@ import { gate } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
-
 import { type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
 // Two connections: one for the call holding the key, one for everything else.

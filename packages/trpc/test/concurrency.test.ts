@@ -4,6 +4,7 @@
  * Retry-After. A storm of 200 duplicates of one held call across two instances with pools of 2: another user's call
  * is served while they wait, since waiting holds no connection.
  */
+import { drizzleStore } from "@idemkit/drizzle";
 import { gate, openPostgres, type ServedHandler, serveFetch } from "@idemkit/testkit";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
@@ -73,7 +74,12 @@ describe(`a storm of ${STORM} duplicates of one slow call, across two instances 
     // Two instances of the app on one database, each with its own pool.
     const pools = [1, 2].map(() => postgres(database.url, { max: 2, onnotice: () => {} }));
     const apps = pools.map((pool) =>
-      createApp({ db: drizzle(pool), hold: (key) => (key === stormKey ? released : undefined) }),
+      createApp({
+        db: drizzle(pool),
+        // Long enough that no duplicate gives up while 200 requests are served by one test process.
+        store: drizzleStore({ db: drizzle(pool), waitMs: 30_000 }),
+        hold: (key) => (key === stormKey ? released : undefined),
+      }),
     );
     const { opened: everyone, open: everyoneArrived } = gate();
     let arrived = 0;
