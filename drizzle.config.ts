@@ -1,8 +1,8 @@
 import { defineConfig } from "drizzle-kit";
 
-/** Generates the SQL migrations in drizzle/ from the idemkit table: `npm run db:generate`. */
+/** Generates the SQL migrations in drizzle/ from the idemkit tables: `npm run db:generate`. */
 export default defineConfig({
   dialect: "postgresql",
-  schema: "./packages/drizzle/src/schema.ts",
+  schema: ["./packages/drizzle/src/schema.ts", "./packages/drizzle/src/outbox-schema.ts"],
   out: "./drizzle",
 });

@@ -1,3 +1,11 @@
+export type { Outbox, OutboxEventInput, OutboxOptions, OutboxTarget, PublishedEvent } from "./outbox.js";
+export { createOutbox, OutboxPayloadError } from "./outbox.js";
+export type { OutboxEventsTable, ProcessedEventsTable } from "./outbox-schema.js";
+export { outboxEvents, outboxEventsTable, processedEvents, processedEventsTable } from "./outbox-schema.js";
+export type { ProcessOnceOptions, ProcessOnceResult } from "./process-once.js";
+export { processOnce, purgeProcessedEvents } from "./process-once.js";
+export type { Relay, RelayBatch, RelayEvent, RelayOptions } from "./relay.js";
+export { createRelay, purgePublishedEvents, retryDeadEvents } from "./relay.js";
 export type { IdempotencyKeysTable } from "./schema.js";
 export { idempotencyKeys, idempotencyKeysTable } from "./schema.js";
 export type { DrizzleStore, DrizzleStoreOptions, TransactionOf } from "./store.js";

@@ -35,13 +35,10 @@ import {
   replacement,
 } from "@idemkit/core";
 import { DEFAULT_WAIT_MS, sha256Hex } from "@idemkit/core/internal";
-import { getTableConfig, type PgDatabase, type PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { bypassGuard } from "./bypass-guard.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
+import { type AnyPgDatabase, type Executor, namedFor, qualifiedName, type Row, run } from "./statements.js";
 import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
-
-// biome-ignore lint/suspicious/noExplicitAny: a store works with any schema the caller's database was built with
-type AnyPgDatabase = PgDatabase<PgQueryResultHKT, any, any>;
 
 /** The transaction type that `db.transaction` hands its callback: what the procedure writes with. */
 export type TransactionOf<TDb extends AnyPgDatabase> = Parameters<Parameters<TDb["transaction"]>[0]>[0];
@@ -72,7 +69,6 @@ export interface DrizzleStore<TDb extends AnyPgDatabase> extends IdempotencyStor
 /** How many times a claim re-reads after losing a race (a row deleted or replaced between two statements). */
 const CLAIM_ATTEMPTS = 5;
 
-type Executor = Pick<AnyPgDatabase, "_">;
 type AtomicClaimResult = ClaimResult | { status: "busy" };
 
 /** A claim inside a transaction, which takes the key's advisory lock. */
@@ -84,7 +80,6 @@ interface Claiming {
    */
   afterLateClaim?(): PromiseLike<unknown>;
 }
-type Row = Record<string, unknown>;
 
 /** Creates the PostgreSQL store. Atomic mode is the default in the middleware; lease mode works as well. */
 export function drizzleStore<TDb extends AnyPgDatabase>({
@@ -283,12 +278,6 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   };
 }
 
-/** A statement of the store: its SQL is fixed, so it is prepared once per connection under `name`. */
-interface Statement {
-  name: string;
-  text: string;
-}
-
 /** Columns of a record, times as epoch milliseconds. */
 const RECORD_COLUMNS = `state, fingerprint, fence,
   (extract(epoch from lease_expires_at) * 1000)::float8 as lease_expires_ms,
@@ -427,18 +416,7 @@ function statementsFor(table: string) {
       select count(*)::int as deleted from deleted`,
     },
   };
-  const suffix = table === DEFAULT_TABLE ? "" : `_${sha256Hex(table).slice(0, 8)}`;
-  for (const statement of Object.values(statements)) statement.name += suffix;
-  return statements;
-}
-
-const DEFAULT_TABLE = '"idempotency_keys"';
-
-/** The table's name as SQL, schema-qualified when it has one, from the table's own config. */
-function qualifiedName(table: IdempotencyKeysTable): string {
-  const { name, schema } = getTableConfig(table);
-  const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
-  return schema ? `${quote(schema)}.${quote(name)}` : quote(name);
+  return namedFor(statements, table, "idempotency_keys");
 }
 
 function keyOf({ scope, path, key }: RecordId): unknown[] {
@@ -466,29 +444,6 @@ function toRecord(row: Row): StoredRecord {
     };
   }
   return { state: RecordState.IN_PROGRESS, ...base, leaseExpiresAt: Number(row.lease_expires_ms) };
-}
-
-/**
- * Sends a query now. Drizzle's query promises start only when awaited; starting them explicitly keeps queries
- * in the order they were written even when the caller does not wait for one before sending the next.
- */
-function dispatch<T>(query: PromiseLike<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    query.then(resolve, reject);
-  });
-}
-
-/**
- * Runs one of the store's statements as a named prepared statement: parsed and planned once per connection,
- * then one round trip each time. (`db.execute` would send it unprepared, which postgres.js answers in two round
- * trips: one to learn the parameter types, one to run.) postgres.js answers with an array of rows; PGlite and
- * node-postgres with `{ rows }`.
- */
-function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
-  const prepared = executor._.session.prepareQuery({ sql: statement.text, params }, undefined, statement.name, false);
-  return dispatch(prepared.execute()).then(
-    (result: unknown) => (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[],
-  );
 }
 
 /** PostgreSQL's lock_not_available (55P03), wherever the driver put the code. */

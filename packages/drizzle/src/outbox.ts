@@ -1,0 +1,218 @@
+/**
+ * The transactional outbox. A procedure writes the events its work implies (the confirmation email, the
+ * warehouse message) into the outbox in the same transaction as the work itself, so an event exists if and only if
+ * that work committed: a rolled-back order never sends its email, a committed one never loses it. A relay then
+ * publishes what is pending to the app's own `publish` function, at least once: an event published just before a
+ * crash is published again, so its consumers de-duplicate (`processOnce`).
+ *
+ *   enqueue (in the procedure's transaction) ─▶ pending ─▶ relay claims a batch (lease) ─▶ publish ─┬▶ published
+ *                                                  ▲                                               │ failed
+ *                                                  └──────── after a backoff, while attempts last ◀┤
+ *                                                                                                  ▼
+ *                                          retryDead(), by hand ◀──────────────────────────────── dead
+ */
+import { type OutboxEventsTable, outboxEvents } from "./outbox-schema.js";
+import { type AnyPgDatabase, namedFor, qualifiedName, type Row, run } from "./statements.js";
+
+/** What an event is enqueued with. */
+export interface OutboxEventInput {
+  /** What the event is about, for the relay's `publish` to route on: `order.placed`. */
+  topic: string;
+  /** Plain JSON: objects, arrays, strings, finite numbers, booleans, null (and dates, as ISO strings). */
+  payload: unknown;
+  /**
+   * The event's de-duplication key: enqueued again under the same key (a retried job, a replayed call), it is
+   * stored once. Default: derived from the protected call's key, the topic and how many events of that topic the
+   * call enqueued before, so a call's events are the same on every run of it.
+   */
+  key?: string;
+}
+
+/**
+ * Where an event is written: the protected procedure's `ctx.idempotency` (its transaction and its call's key), or
+ * any `{ tx }` of the app's own with an explicit `key`.
+ */
+export interface OutboxTarget {
+  tx: unknown;
+  subKey?: (name: string) => string;
+}
+
+export interface OutboxOptions {
+  /** The outbox table, when it is not the default `outboxEvents`: one made with `outboxEventsTable(name, schema)`. */
+  table?: OutboxEventsTable;
+  /** The clock, in ms since the epoch: when an enqueued event is due. Injected so tests can move time. */
+  now?: () => number;
+}
+
+/** An event as the relay hands it to `publish`. */
+export interface PublishedEvent {
+  id: number;
+  topic: string;
+  /** The de-duplication key: what a consumer passes to `processOnce` as the event's id. */
+  key: string;
+  payload: unknown;
+  /** 1 on the first attempt to publish it. */
+  attempt: number;
+}
+
+/** Creates the outbox: `enqueue` from procedures. */
+export function createOutbox({ table = outboxEvents, now = Date.now }: OutboxOptions = {}) {
+  const statements = outboxStatements(qualifiedName(table));
+  /** How many events of each topic a transaction has enqueued without a key of its own, for the default keys. */
+  const enqueuedByTransaction = new WeakMap<object, Map<string, number>>();
+
+  return {
+    /**
+     * Writes `event` in `target`'s transaction: it is published once that transaction commits, and never if it
+     * rolls back. The payload is checked here, so a payload that cannot be stored fails the procedure now with a
+     * clear error instead of the relay later. Returns the event's key and whether it was new (false: an event with
+     * that key was enqueued before, and this one was not stored again).
+     */
+    async enqueue(target: OutboxTarget, event: OutboxEventInput): Promise<{ key: string; enqueued: boolean }> {
+      const { tx } = target;
+      if (typeof tx !== "object" || tx === null) {
+        throw new TypeError(
+          "outbox.enqueue() needs a transaction: ctx.idempotency in atomic mode, or { tx, key } with a " +
+            "transaction of your own (in lease mode ctx.idempotency.tx is undefined).",
+        );
+      }
+      if (typeof event.topic !== "string" || event.topic.length === 0) {
+        throw new TypeError("outbox.enqueue(): the topic must be a non-empty string.");
+      }
+      const payload = serializePayload(event.topic, event.payload);
+      const key = event.key ?? defaultKey(tx, target.subKey, event.topic);
+      const [row] = await run(tx as Parameters<typeof run>[0], statements.ENQUEUE, [event.topic, key, payload, now()]);
+      return { key, enqueued: row !== undefined };
+    },
+  };
+
+  function defaultKey(tx: object, subKey: OutboxTarget["subKey"], topic: string): string {
+    if (!subKey) {
+      throw new TypeError(
+        `outbox.enqueue(): the ${topic} event needs a key, as its transaction is not a protected call's ` +
+          "(pass ctx.idempotency, or a key of your own).",
+      );
+    }
+    const counts = enqueuedByTransaction.get(tx) ?? new Map<string, number>();
+    enqueuedByTransaction.set(tx, counts);
+    const before = counts.get(topic) ?? 0;
+    counts.set(topic, before + 1);
+    return subKey(JSON.stringify(["outbox", topic, before]));
+  }
+}
+
+export type Outbox = ReturnType<typeof createOutbox>;
+
+/** Thrown by `enqueue` for a payload that is not plain JSON: where in it, and what was found there. */
+export class OutboxPayloadError extends TypeError {
+  override readonly name = "OutboxPayloadError";
+}
+
+/**
+ * The payload as JSON text, refusing what JSON.stringify would silently drop or change (undefined, functions,
+ * symbols, NaN and infinities, Maps and Sets, class instances) as well as what it throws on (bigints, cycles).
+ */
+function serializePayload(topic: string, payload: unknown): string {
+  function refuse(path: string, what: string): never {
+    throw new OutboxPayloadError(
+      `The ${topic} event's payload cannot be stored as JSON: ${path} is ${what}. Convert it to plain JSON ` +
+        "(strings, finite numbers, booleans, null, arrays, plain objects) before enqueueing.",
+    );
+  }
+  const seen = new Set<object>();
+  const check = (value: unknown, path: string): void => {
+    if (value === null || typeof value === "string" || typeof value === "boolean") return;
+    if (typeof value === "number") {
+      if (!Number.isFinite(value)) refuse(path, String(value));
+      return;
+    }
+    if (typeof value !== "object") refuse(path, `a ${typeof value}`);
+    if (value instanceof Date) {
+      if (Number.isNaN(value.getTime())) refuse(path, "an invalid date");
+      return;
+    }
+    if (seen.has(value)) refuse(path, "a reference back to an enclosing value (a cycle)");
+    seen.add(value);
+    if (Array.isArray(value)) {
+      for (const [i, item] of value.entries()) check(item, `${path}[${i}]`);
+    } else {
+      const prototype = Object.getPrototypeOf(value);
+      if (prototype !== Object.prototype && prototype !== null) {
+        refuse(path, `a ${value.constructor?.name ?? "class"} instance`);
+      }
+      for (const [name, item] of Object.entries(value)) check(item, `${path}.${name}`);
+    }
+    seen.delete(value);
+  };
+  check(payload, "payload");
+  return JSON.stringify(payload);
+}
+
+/** The outbox's statements over `table` (the qualified, quoted name). */
+export function outboxStatements(table: string) {
+  const at = (param: string) => `to_timestamp(${param}::float8 / 1000)`;
+  const statements = {
+    /** $1 topic, $2 key, $3 payload, $4 now. A row back when stored; none when the key was enqueued before. */
+    ENQUEUE: {
+      name: "idemkit_outbox_enqueue",
+      text: `insert into ${table} (topic, key, payload, available_at, created_at) values ($1::text, $2::text, $3::text, ${at("$4")}, ${at("$4")})
+      on conflict (key) do nothing returning id`,
+    },
+    /**
+     * $1 now, $2 batch size, $3 lease ms. Takes the due events, oldest first, skipping those another relay is
+     * taking at this moment; each one's lease makes it this relay's until then, and its attempt count is the fence.
+     */
+    CLAIM: {
+      name: "idemkit_outbox_claim",
+      text: `with due as (
+        select id from ${table} where state = 'pending' and available_at <= ${at("$1")}
+        order by available_at, id limit $2::int for update skip locked
+      )
+      update ${table} as event set attempts = event.attempts + 1, available_at = ${at("($1::float8 + $3::float8)")}
+      from due where event.id = due.id
+      returning event.id, event.topic, event.key, event.payload, event.attempts`,
+    },
+    /** $1 id, $2 the attempt that published it, $3 now. */
+    PUBLISHED: {
+      name: "idemkit_outbox_published",
+      text: `update ${table} set state = 'published', published_at = ${at("$3")}, last_error = null
+      where id = $1::bigint and attempts = $2::int and state = 'pending' returning id`,
+    },
+    /** $1 id, $2 the attempt that failed, $3 when to try again, $4 max attempts, $5 the error. */
+    FAILED: {
+      name: "idemkit_outbox_failed",
+      text: `update ${table}
+      set state = case when attempts >= $4::int then 'dead' else 'pending' end, available_at = ${at("$3")},
+          last_error = $5::text
+      where id = $1::bigint and attempts = $2::int and state = 'pending' returning state`,
+    },
+    /** $1 now, $2 the ids, or null for every dead event. */
+    RETRY_DEAD: {
+      name: "idemkit_outbox_retry_dead",
+      text: `update ${table} set state = 'pending', attempts = 0, available_at = ${at("$1")}, last_error = null
+      where state = 'dead' and ($2::bigint[] is null or id = any($2::bigint[])) returning id`,
+    },
+    /** $1 published before (ms), $2 batch size. */
+    PURGE: {
+      name: "idemkit_outbox_purge",
+      text: `with doomed as (
+        select id from ${table} where state = 'published' and published_at < ${at("$1")} limit $2::int
+      ), deleted as (delete from ${table} as event using doomed where event.id = doomed.id returning 1)
+      select count(*)::int as deleted from deleted`,
+    },
+  };
+  return namedFor(statements, table, "outbox_events");
+}
+
+/** A claimed row as the relay hands it on. */
+export function toPublishedEvent(row: Row): PublishedEvent {
+  return {
+    id: Number(row.id),
+    topic: String(row.topic),
+    key: String(row.key),
+    payload: JSON.parse(String(row.payload)),
+    attempt: Number(row.attempts),
+  };
+}
+
+export type { AnyPgDatabase };

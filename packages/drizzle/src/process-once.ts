@@ -1,0 +1,95 @@
+/**
+ * Consumer-side de-duplication for any broker or job queue that delivers at least once. The handler runs in one
+ * transaction with the insert of (consumer, event id): a redelivered event finds its row and is skipped; a crash
+ * mid-handler rolls both back, so the redelivery runs it again; two deliveries at once meet on the row, and the
+ * second waits for the first to commit (then skips) or roll back (then runs). Acknowledge the message to the broker
+ * only after `processOnce` resolves.
+ *
+ * Keep the records longer than the broker may redeliver (its retention, plus a margin: 14 days is a safe default),
+ * then purge them with `purgeProcessedEvents`.
+ */
+import { type ProcessedEventsTable, processedEvents } from "./outbox-schema.js";
+import { type AnyPgDatabase, namedFor, qualifiedName, run } from "./statements.js";
+import type { TransactionOf } from "./store.js";
+
+export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
+  /** The database the handler writes to: the record of processed events must be in it. */
+  db: TDb;
+  /** Who processes the event (`send-confirmation`): each consumer processes an event once. */
+  consumer: string;
+  /** The event's stable id: the outbox event's `key`, a broker's message id, a job's key. */
+  eventId: string;
+  /** The record's table, when it is not the default `processedEvents`. */
+  table?: ProcessedEventsTable;
+  /** The clock, in ms since the epoch: when the event was processed, for retention. */
+  now?: () => number;
+}
+
+export type ProcessOnceResult<T> = { processed: true; value: T } | { processed: false };
+
+/**
+ * Runs `handler` in a transaction unless `consumer` already processed `eventId`. Resolves `{ processed: false }` for
+ * a duplicate; a handler's throw rolls everything back and rejects, so the event is redelivered and runs again.
+ */
+export async function processOnce<TDb extends AnyPgDatabase, T>(
+  { db, consumer, eventId, table = processedEvents, now = Date.now }: ProcessOnceOptions<TDb>,
+  handler: (tx: TransactionOf<TDb>) => Promise<T>,
+): Promise<ProcessOnceResult<T>> {
+  if (typeof consumer !== "string" || consumer.length === 0 || typeof eventId !== "string" || eventId.length === 0) {
+    throw new TypeError("processOnce(): consumer and eventId must be non-empty strings.");
+  }
+  const { MARK } = processedStatements(qualifiedName(table));
+  return db.transaction(async (tx) => {
+    const [first] = await run(tx, MARK, [consumer, eventId, now()]);
+    if (!first) return { processed: false } as const;
+    return { processed: true, value: await handler(tx as TransactionOf<TDb>) } as const;
+  }) as Promise<ProcessOnceResult<T>>;
+}
+
+/** Deletes the records of events processed before `before` (ms since the epoch), in batches. Returns how many. */
+export async function purgeProcessedEvents({
+  db,
+  before,
+  table = processedEvents,
+  batchSize = 1_000,
+}: {
+  db: AnyPgDatabase;
+  before: number;
+  table?: ProcessedEventsTable;
+  batchSize?: number;
+}): Promise<number> {
+  const { PURGE } = processedStatements(qualifiedName(table));
+  let total = 0;
+  for (;;) {
+    const [row] = await run(db, PURGE, [before, batchSize]);
+    const deleted = Number(row?.deleted ?? 0);
+    total += deleted;
+    if (deleted < batchSize) return total;
+  }
+}
+
+function processedStatements(table: string) {
+  return namedFor(
+    {
+      /** $1 consumer, $2 event id, $3 now. A row back when this is the first time. */
+      MARK: {
+        name: "idemkit_processed_mark",
+        text: `insert into ${table} (consumer, event_id, processed_at) values ($1::text, $2::text, to_timestamp($3::float8 / 1000))
+      on conflict do nothing returning 1 as first`,
+      },
+      /** $1 before (ms), $2 batch size. */
+      PURGE: {
+        name: "idemkit_processed_purge",
+        text: `with doomed as (
+        select consumer, event_id from ${table} where processed_at < to_timestamp($1::float8 / 1000) limit $2::int
+      ), deleted as (
+        delete from ${table} as t using doomed where t.consumer = doomed.consumer and t.event_id = doomed.event_id
+        returning 1
+      )
+      select count(*)::int as deleted from deleted`,
+      },
+    },
+    table,
+    "processed_events",
+  );
+}

@@ -1,0 +1,60 @@
+/**
+ * How idemkit's tables are read and written: fixed SQL texts run as named prepared statements through a Drizzle
+ * database's own session, the same on postgres.js, PGlite and node-postgres.
+ */
+import { sha256Hex } from "@idemkit/core/internal";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { getTableConfig, type PgTable } from "drizzle-orm/pg-core";
+
+// biome-ignore lint/suspicious/noExplicitAny: idemkit works with any schema the caller's database was built with
+export type AnyPgDatabase = PgDatabase<PgQueryResultHKT, any, any>;
+
+/** What runs a statement: a database or a transaction. */
+export type Executor = Pick<AnyPgDatabase, "_">;
+export type Row = Record<string, unknown>;
+
+/** A statement: its SQL is fixed, so it is prepared once per connection under `name`. */
+export interface Statement {
+  name: string;
+  text: string;
+}
+
+/** The table's name as SQL, schema-qualified when it has one, from the table's own config. */
+export function qualifiedName(table: PgTable): string {
+  const { name, schema } = getTableConfig(table);
+  const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
+  return schema ? `${quote(schema)}.${quote(name)}` : quote(name);
+}
+
+/**
+ * Names `statements` for `table` (qualified and quoted): as written on `defaultTable`, and with a short hash of the
+ * table's name on any other, so that two tables' statements on one connection never share a prepared name.
+ */
+export function namedFor<T extends Record<string, Statement>>(statements: T, table: string, defaultTable: string): T {
+  const suffix = table === `"${defaultTable}"` ? "" : `_${sha256Hex(table).slice(0, 8)}`;
+  for (const statement of Object.values(statements)) statement.name += suffix;
+  return statements;
+}
+
+/**
+ * Sends a query now. Drizzle's query promises start only when awaited; starting them explicitly keeps queries
+ * in the order they were written even when the caller does not wait for one before sending the next.
+ */
+export function dispatch<T>(query: PromiseLike<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    query.then(resolve, reject);
+  });
+}
+
+/**
+ * Runs a statement as a named prepared statement: parsed and planned once per connection,
+ * then one round trip each time. (`db.execute` would send it unprepared, which postgres.js answers in two round
+ * trips: one to learn the parameter types, one to run.) postgres.js answers with an array of rows; PGlite and
+ * node-postgres with `{ rows }`.
+ */
+export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
+  const prepared = executor._.session.prepareQuery({ sql: statement.text, params }, undefined, statement.name, false);
+  return dispatch(prepared.execute()).then(
+    (result: unknown) => (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[],
+  );
+}

@@ -1,0 +1,353 @@
+/**
+ * The outbox, its relay and processOnce against a real PostgreSQL: events written in a transaction exist only if
+ * it committed; relays side by side publish every event, retry failures after a backoff and give up into a dead
+ * state that can be retried; consumers that receive every event twice still take effect once.
+ */
+import { gate, openPostgres } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import {
+  createOutbox,
+  createRelay,
+  OutboxPayloadError,
+  type PublishedEvent,
+  processOnce,
+  purgeProcessedEvents,
+  purgePublishedEvents,
+  retryDeadEvents,
+} from "../src/index.js";
+
+let database: Awaited<ReturnType<typeof openPostgres>>;
+type Tx = Parameters<Parameters<typeof database.db.transaction>[0]>[0];
+
+beforeAll(async () => {
+  database = await openPostgres(inject("postgresUrl"), { max: 8 });
+  await database.query("create table sent (id serial primary key, event_key text not null)");
+});
+afterAll(() => database.close());
+
+/** A clock the test moves by hand. */
+function clock(startMs = Date.parse("2026-11-30T12:00:00Z")) {
+  let nowMs = startMs;
+  return {
+    now: () => nowMs,
+    advance(ms: number) {
+      nowMs += ms;
+    },
+  };
+}
+
+const eventsWithTopic = (topic: string) =>
+  database.query<{ key: string; state: string; attempts: number; last_error: string | null; payload: string }>(
+    "select key, state, attempts, last_error, payload from outbox_events where topic = $1 order by id",
+    [topic],
+  );
+
+describe("enqueue", () => {
+  it("writes an event only when its transaction commits", async () => {
+    const outbox = createOutbox();
+    const topic = `order.placed.${globalThis.crypto.randomUUID()}`;
+    await database.db.transaction(async (tx) => {
+      await outbox.enqueue({ tx }, { topic, payload: { orderId: 1 }, key: `${topic}:kept` });
+    });
+    await database.db
+      .transaction(async (tx) => {
+        await outbox.enqueue({ tx }, { topic, payload: { orderId: 2 }, key: `${topic}:rolled-back` });
+        throw new Error("the order failed");
+      })
+      .catch(() => {});
+    expect((await eventsWithTopic(topic)).map((event) => event.key)).toEqual([`${topic}:kept`]);
+  });
+
+  it("stores an event once per key, and derives distinct keys for a call's events of one topic", async () => {
+    const outbox = createOutbox();
+    const topic = `mail.${globalThis.crypto.randomUUID()}`;
+    const subKey = (name: string) => `call-1:${name}`;
+    const first = await database.db.transaction(async (tx) => [
+      await outbox.enqueue({ tx, subKey }, { topic, payload: { to: "a" } }),
+      await outbox.enqueue({ tx, subKey }, { topic, payload: { to: "b" } }),
+    ]);
+    // The same call run again (a replayed job, a lease-mode retry) enqueues the same keys: nothing new is stored.
+    const again = await database.db.transaction(async (tx) => [
+      await outbox.enqueue({ tx, subKey }, { topic, payload: { to: "a" } }),
+      await outbox.enqueue({ tx, subKey }, { topic, payload: { to: "b" } }),
+    ]);
+    expect(first.map((event) => event.enqueued)).toEqual([true, true]);
+    expect(new Set(first.map((event) => event.key)).size).toBe(2);
+    expect(again).toEqual(first.map((event) => ({ ...event, enqueued: false })));
+    expect((await eventsWithTopic(topic)).map((event) => JSON.parse(event.payload))).toEqual([
+      { to: "a" },
+      { to: "b" },
+    ]);
+  });
+
+  it.each([
+    ["a bigint", { amount: 10n }, "payload.amount is a bigint"],
+    ["a function", { send: () => {} }, "payload.send is a function"],
+    ["undefined", { note: undefined }, "payload.note is a undefined"],
+    ["NaN", { total: Number.NaN }, "payload.total is NaN"],
+    ["a Map", { lines: new Map() }, "payload.lines is a Map instance"],
+    [
+      "a cycle",
+      (() => {
+        const order: Record<string, unknown> = {};
+        order.self = order;
+        return order;
+      })(),
+      "payload.self is a reference back",
+    ],
+  ])(
+    "refuses a payload with %s at enqueue, naming where, and the transaction keeps nothing",
+    async (_, payload, where) => {
+      const outbox = createOutbox();
+      const topic = `bad.${globalThis.crypto.randomUUID()}`;
+      const failed = database.db.transaction(async (tx) => {
+        await tx.execute(sql`insert into sent (event_key) values (${topic})`);
+        await outbox.enqueue({ tx }, { topic, payload, key: topic });
+      });
+      await expect(failed).rejects.toThrow(OutboxPayloadError);
+      await expect(failed).rejects.toThrow(where);
+      expect(await eventsWithTopic(topic)).toEqual([]);
+      expect(await database.query("select 1 from sent where event_key = $1", [topic])).toEqual([]);
+    },
+  );
+
+  it("says what is missing without a transaction, or without a key outside a protected call", async () => {
+    const outbox = createOutbox();
+    await expect(outbox.enqueue({ tx: undefined }, { topic: "t", payload: {} })).rejects.toThrow(/needs a transaction/);
+    await expect(database.db.transaction((tx) => outbox.enqueue({ tx }, { topic: "t", payload: {} }))).rejects.toThrow(
+      /needs a key/,
+    );
+  });
+});
+
+describe("the relay", () => {
+  it("retries a failed publish after its backoff, gives up into dead, and publishes once retried by hand", async () => {
+    const time = clock();
+    const outbox = createOutbox({ now: time.now });
+    const topic = `flaky.${globalThis.crypto.randomUUID()}`;
+    await database.db.transaction((tx) => outbox.enqueue({ tx }, { topic, payload: { n: 1 }, key: topic }));
+    let failing = true;
+    const attempts: number[] = [];
+    const relay = createRelay({
+      db: database.db,
+      now: time.now,
+      maxAttempts: 3,
+      retryDelayMs: (attempt) => attempt * 1_000,
+      publish: (event) => {
+        if (event.topic !== topic) return;
+        attempts.push(event.attempt);
+        if (failing) throw new Error("the broker is down");
+      },
+    });
+
+    await relay.runOnce();
+    expect(await eventsWithTopic(topic)).toMatchObject([{ state: "pending", attempts: 1 }]);
+    await relay.runOnce(); // not due yet: 1 s of backoff after the first attempt
+    expect(attempts).toEqual([1]);
+    time.advance(1_000);
+    await relay.runOnce();
+    time.advance(2_000);
+    await relay.runOnce();
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(await eventsWithTopic(topic)).toMatchObject([
+      { state: "dead", attempts: 3, last_error: "Error: the broker is down" },
+    ]);
+    time.advance(60_000);
+    await relay.runOnce();
+    expect(attempts).toEqual([1, 2, 3]);
+
+    failing = false;
+    const [retried] = await database.query<{ id: number }>("select id from outbox_events where key = $1", [topic]);
+    expect(await retryDeadEvents({ db: database.db, ids: [Number(retried?.id)], now: time.now })).toEqual([
+      Number(retried?.id),
+    ]);
+    await relay.runOnce();
+    expect(attempts).toEqual([1, 2, 3, 1]);
+    expect(await eventsWithTopic(topic)).toMatchObject([{ state: "published", attempts: 1, last_error: null }]);
+  });
+
+  it("publishes an event again once the lease of a relay that never marked it has ended", async () => {
+    const time = clock();
+    const outbox = createOutbox({ now: time.now });
+    const topic = `lease.${globalThis.crypto.randomUUID()}`;
+    await database.db.transaction((tx) => outbox.enqueue({ tx }, { topic, payload: {}, key: topic }));
+    const { opened: stuck, open: unstick } = gate();
+    const published: string[] = [];
+    const stalled = createRelay({
+      db: database.db,
+      now: time.now,
+      leaseMs: 30_000,
+      publish: async (event) => {
+        if (event.topic !== topic) return;
+        published.push("stalled");
+        await stuck;
+      },
+    });
+    const healthy = createRelay({
+      db: database.db,
+      now: time.now,
+      publish: (event) => {
+        if (event.topic === topic) published.push("healthy");
+      },
+    });
+
+    const stalling = stalled.runOnce();
+    while (published.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    await healthy.runOnce(); // leased to the stalled relay: not taken
+    expect(published).toEqual(["stalled"]);
+    time.advance(30_000);
+    await healthy.runOnce();
+    expect(published).toEqual(["stalled", "healthy"]);
+    unstick();
+    await stalling;
+    expect(await eventsWithTopic(topic)).toMatchObject([{ state: "published", attempts: 2 }]);
+  });
+
+  it("keeps going through an observer that throws", async () => {
+    const outbox = createOutbox();
+    const topic = `observed.${globalThis.crypto.randomUUID()}`;
+    await database.db.transaction((tx) => outbox.enqueue({ tx }, { topic, payload: {}, key: topic }));
+    const relay = createRelay({
+      db: database.db,
+      publish: () => {},
+      onEvent: () => {
+        throw new Error("the metrics exporter broke");
+      },
+    });
+    while ((await relay.runOnce()).published > 0) {
+      // drains every pending event, this one included
+    }
+    expect(await eventsWithTopic(topic)).toMatchObject([{ state: "published" }]);
+  });
+});
+
+describe("two relays and two workers over 1,000 events", () => {
+  it("takes effect once per event although every event is delivered to both workers", async () => {
+    const outbox = createOutbox();
+    const topic = `bulk.${globalThis.crypto.randomUUID()}`;
+    const total = 1_000;
+    for (let start = 0; start < total; start += 100) {
+      await database.db.transaction(async (tx) => {
+        for (let n = start; n < start + 100; n++) {
+          await outbox.enqueue({ tx }, { topic, payload: { n }, key: `${topic}:${n}` });
+        }
+      });
+    }
+    // A broker that delivers at least once: every message reaches both workers.
+    const queues: PublishedEvent[][] = [[], []];
+    const publish = (event: PublishedEvent) => {
+      if (event.topic !== topic) return;
+      for (const queue of queues) queue.push(event);
+    };
+    const relays = [
+      createRelay({ db: database.db, publish, batchSize: 25, idleMs: 5 }),
+      createRelay({ db: database.db, publish, batchSize: 25, idleMs: 5 }),
+    ];
+    for (const relay of relays) relay.start();
+    let effects = 0;
+    let skipped = 0;
+    const worker = async (queue: PublishedEvent[]) => {
+      for (let handled = 0; handled < total; ) {
+        const event = queue.shift();
+        if (!event) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          continue;
+        }
+        const outcome = await processOnce(
+          { db: database.db, consumer: "mailer", eventId: event.key },
+          async (tx: Tx) => {
+            await tx.execute(sql`insert into sent (event_key) values (${event.key})`);
+            effects++;
+          },
+        );
+        if (!outcome.processed) skipped++;
+        handled++;
+      }
+    };
+    await Promise.all(queues.map(worker));
+    await Promise.all(relays.map((relay) => relay.stop()));
+
+    const [counts] = await database.query<{ rows: number; keys: number }>(
+      "select count(*)::int as rows, count(distinct event_key)::int as keys from sent where event_key like $1",
+      [`${topic}:%`],
+    );
+    expect(counts).toEqual({ rows: total, keys: total });
+    expect(effects).toBe(total);
+    expect(skipped).toBe(total);
+    const states = await database.query<{ state: string; n: number }>(
+      "select state, count(*)::int as n from outbox_events where topic = $1 group by state",
+      [topic],
+    );
+    expect(states).toEqual([{ state: "published", n: total }]);
+  }, 60_000);
+});
+
+/** How many sessions of this test's database are waiting for a lock. */
+async function blockedOnLocks(): Promise<number> {
+  const [row] = await database.query<{ n: number }>(
+    "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+  );
+  return row?.n ?? 0;
+}
+
+describe("processOnce", () => {
+  it("runs a redelivered event again only when its first run rolled back", async () => {
+    const eventId = globalThis.crypto.randomUUID();
+    const options = { db: database.db, consumer: "ledger", eventId };
+    const write = (tx: Tx) => tx.execute(sql`insert into sent (event_key) values (${eventId})`);
+    await expect(
+      processOnce(options, async (tx) => {
+        await write(tx);
+        throw new Error("crashed mid-handler");
+      }),
+    ).rejects.toThrow("crashed mid-handler");
+    const writeAnd = (value: string) => async (tx: Tx) => {
+      await write(tx);
+      return value;
+    };
+    expect(await processOnce(options, writeAnd("done"))).toEqual({
+      processed: true,
+      value: "done",
+    });
+    expect(await processOnce(options, writeAnd("twice"))).toEqual({ processed: false });
+    expect(await database.query("select 1 from sent where event_key = $1", [eventId])).toHaveLength(1);
+  });
+
+  it("lets a delivery that arrives while the first still runs wait for it, then skip", async () => {
+    const eventId = globalThis.crypto.randomUUID();
+    const options = { db: database.db, consumer: "ledger", eventId };
+    const { opened: holding, open: hold } = gate();
+    const { opened: released, open: release } = gate();
+    const first = processOnce(options, async () => {
+      hold();
+      await released;
+      return "first";
+    });
+    await holding;
+    const second = processOnce(options, async () => "second");
+    // Released only once the second delivery is blocked on the first one's row.
+    while ((await blockedOnLocks()) === 0) await new Promise((resolve) => setImmediate(resolve));
+    release();
+    expect(await first).toEqual({ processed: true, value: "first" });
+    expect(await second).toEqual({ processed: false });
+  });
+
+  it("purges records and published events past their retention", async () => {
+    const time = clock(Date.parse("2020-01-01T00:00:00Z"));
+    const eventId = globalThis.crypto.randomUUID();
+    await processOnce({ db: database.db, consumer: "old", eventId, now: time.now }, async () => {});
+    expect(await purgeProcessedEvents({ db: database.db, before: time.now() + 1 })).toBeGreaterThanOrEqual(1);
+    expect(await database.query("select 1 from processed_events where event_id = $1", [eventId])).toEqual([]);
+
+    const outbox = createOutbox({ now: time.now });
+    const topic = `old.${globalThis.crypto.randomUUID()}`;
+    await database.db.transaction((tx) => outbox.enqueue({ tx }, { topic, payload: {}, key: topic }));
+    const relay = createRelay({ db: database.db, now: time.now, publish: () => {} });
+    while ((await relay.runOnce()).published > 0) {
+      // drains every event due by then
+    }
+    expect(await purgePublishedEvents({ db: database.db, before: time.now() + 1 })).toBeGreaterThanOrEqual(1);
+    expect(await eventsWithTopic(topic)).toEqual([]);
+  });
+});
