@@ -4,7 +4,7 @@
  * test process and, for the crash tests, in a child process that the test kills.
  */
 import type { IdempotencyEvent, IdempotencyMode, IdempotencyStore } from "@idemkit/core";
-import { drizzleStore } from "@idemkit/drizzle";
+import { createOutbox, drizzleStore } from "@idemkit/drizzle";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { sql } from "drizzle-orm";
@@ -80,6 +80,7 @@ export function createApp({
     }),
   );
   const writer = (tx: AnyDb | undefined) => tx ?? db;
+  const outbox = createOutbox();
   const order = z.object({ sku: z.string().min(1), qty: z.number().int().positive().max(99) });
 
   const router = t.router({
@@ -100,6 +101,20 @@ export function createApp({
         createdAt: new Date(String(row?.created_at)),
         chargeKey: ctx.idempotency.subKey("charge"),
       };
+    }),
+    /** placeOrder that also enqueues its `order.placed` event in the idempotent transaction. */
+    placeOrderAndNotify: idempotent.input(order).mutation(async ({ ctx, input }) => {
+      count("placeOrderAndNotify");
+      const [row] = await rowsOf(
+        writer(ctx.idempotency.tx).execute(
+          sql`insert into orders (user_id, sku, qty) values (${ctx.userId}, ${input.sku}, ${input.qty}) returning id`,
+        ),
+      );
+      const orderId = Number(row?.id);
+      await outbox.enqueue(ctx.idempotency, { topic: "order.placed", payload: { orderId, sku: input.sku } });
+      if (input.sku === "unknown") throw new TRPCError({ code: "NOT_FOUND", message: `No product ${input.sku}` });
+      if (input.sku === "crash") throw new Error("the payment provider timed out");
+      return { orderId };
     }),
     flaky: idempotent.input(z.object({ n: z.number() })).mutation(({ input }) => {
       count("flaky");
