@@ -1,0 +1,40 @@
+/**
+ * A TypeScript script in a child process (through tsx, workspace packages from source), so a test can kill it
+ * with SIGKILL at a moment the script announces: it prints `<PREFIX> <detail>` lines, which the test awaits.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+export interface ScriptProcess {
+  process: ChildProcess;
+  /** Resolves with the rest of the next line the script prints that starts with `prefix` and a space. */
+  next(prefix: string): Promise<string>;
+  /** Sends SIGKILL, as a crash would, and waits for the process to be gone. */
+  kill(): Promise<void>;
+}
+
+/** Starts `script` with `env` on top of this process's environment. */
+export function spawnScript(script: URL, env: Record<string, string | undefined>): ScriptProcess {
+  const child = spawn(process.execPath, ["--conditions=@idemkit/source", "--import", "tsx", fileURLToPath(script)], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  const waiting: Array<{ prefix: string; resolve: (rest: string) => void }> = [];
+  lines.on("line", (line) => {
+    const index = waiting.findIndex((waiter) => line.startsWith(`${waiter.prefix} `));
+    if (index < 0) return;
+    const [waiter] = waiting.splice(index, 1);
+    waiter?.resolve(line.slice(waiter.prefix.length + 1));
+  });
+  return {
+    process: child,
+    next: (prefix) => new Promise<string>((resolve) => waiting.push({ prefix, resolve })),
+    async kill() {
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
