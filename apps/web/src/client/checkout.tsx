@@ -18,7 +18,12 @@ export function Checkout() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const products = useQuery(trpc.checkout.products.queryOptions());
-  const orders = useQuery(trpc.checkout.orders.queryOptions());
+  const orders = useQuery(
+    trpc.checkout.orders.queryOptions(undefined, {
+      // A confirmation is sent just after its order commits: look again until every order shows one.
+      refetchInterval: (query) => (query.state.data?.some((placed) => !placed.confirmedAt) ? 500 : false),
+    }),
+  );
   const [cart, setCart] = useState<Cart>({ tea: 1 });
   const order = useIdempotentMutation(trpc.checkout.placeOrder, {
     onSettled: () => queryClient.invalidateQueries({ queryKey: trpc.checkout.orders.queryKey() }),
@@ -102,6 +107,9 @@ export function Checkout() {
               <strong>Order #{placed.orderId}</strong> · {price(placed.totalCents)} ·{" "}
               {placed.items.map((item) => `${item.qty} × ${item.sku}`).join(", ")}
               <time dateTime={placed.createdAt.toISOString()}>{placed.createdAt.toLocaleTimeString("en-US")}</time>
+              <span className="confirmation" data-confirmations={placed.confirmationsSent}>
+                {placed.confirmedAt ? "Confirmation sent" : "Confirmation on its way"}
+              </span>
             </li>
           ))}
         </ol>

@@ -9,9 +9,10 @@ import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { desc, eq, inArray } from "drizzle-orm";
 import superjson from "superjson";
 import { z } from "zod";
+import { ORDER_PLACED, type OrderPlaced, outbox } from "./confirmations";
 import type { Database } from "./database";
 import { beforeCommit } from "./faults";
-import { orderLines, orders, payments } from "./schema";
+import { confirmations, orderLines, orders, payments } from "./schema";
 import { userFromCookies } from "./user";
 
 export const CATALOG = [
@@ -100,6 +101,9 @@ export function createRouter({ db, replayCacheSize }: RouterOptions) {
 
       placeOrder: idempotent.input(placeOrderInput).mutation(async ({ ctx, input }) => {
         const order = await writeOrder(ctx.idempotency.tx, ctx.userId, input.items, ctx.idempotency.subKey("payment"));
+        // Written with the order: the confirmation exists exactly when the order does.
+        const placed: OrderPlaced = { orderId: order.orderId };
+        await outbox.enqueue(ctx.idempotency, { topic: ORDER_PLACED, payload: placed });
         await beforeCommit(ctx.userId);
         return order;
       }),
@@ -121,14 +125,30 @@ export function createRouter({ db, replayCacheSize }: RouterOptions) {
               list.map((order) => order.id),
             ),
           );
-        return list.map((order) => ({
-          orderId: order.id,
-          totalCents: order.totalCents,
-          createdAt: order.createdAt,
-          items: lines
-            .filter((line) => line.orderId === order.id)
-            .map(({ sku, qty, priceCents }) => ({ sku, qty, priceCents })),
-        }));
+        const sent = await db
+          .select({ orderId: confirmations.orderId, sentAt: confirmations.sentAt })
+          .from(confirmations)
+          .where(
+            inArray(
+              confirmations.orderId,
+              list.map((order) => order.id),
+            ),
+          );
+        return list.map((order) => {
+          const confirmationsSent = sent.filter((confirmation) => confirmation.orderId === order.id);
+          return {
+            orderId: order.id,
+            totalCents: order.totalCents,
+            createdAt: order.createdAt,
+            items: lines
+              .filter((line) => line.orderId === order.id)
+              .map(({ sku, qty, priceCents }) => ({ sku, qty, priceCents })),
+            /** When its confirmation was sent; undefined while it is on its way. */
+            confirmedAt: confirmationsSent[0]?.sentAt,
+            /** How many confirmations it got: 1 once sent, whatever the retries (never more). */
+            confirmationsSent: confirmationsSent.length,
+          };
+        });
       }),
     }),
   });

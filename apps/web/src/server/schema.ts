@@ -4,7 +4,7 @@
  */
 import { index, integer, pgTable, serial, text, timestamp } from "drizzle-orm/pg-core";
 
-export { idempotencyKeys } from "@idemkit/drizzle";
+export { idempotencyKeys, outboxEvents, processedEvents } from "@idemkit/drizzle";
 
 export const orders = pgTable(
   "orders",
@@ -35,4 +35,16 @@ export const payments = pgTable("payments", {
     .references(() => orders.id),
   amountCents: integer("amount_cents").notNull(),
   reference: text("reference").notNull().unique(),
+});
+
+/**
+ * The order confirmations "sent" (the demo's stand-in for an email), written by the confirmation worker through
+ * processOnce: one row per order, however often its event is published.
+ */
+export const confirmations = pgTable("confirmations", {
+  id: serial("id").primaryKey(),
+  orderId: integer("order_id")
+    .notNull()
+    .references(() => orders.id),
+  sentAt: timestamp("sent_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
 });
