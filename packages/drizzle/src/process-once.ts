@@ -9,7 +9,7 @@
  * then purge them with `purgeProcessedEvents`.
  */
 import { type ProcessedEventsTable, processedEvents } from "./outbox-schema.js";
-import { type AnyPgDatabase, namedFor, qualifiedName, run } from "./statements.js";
+import { type AnyPgDatabase, namedFor, purgeInBatches, qualifiedName, run } from "./statements.js";
 import type { TransactionOf } from "./store.js";
 
 export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
@@ -47,7 +47,7 @@ export async function processOnce<TDb extends AnyPgDatabase, T>(
 }
 
 /** Deletes the records of events processed before `before` (ms since the epoch), in batches. Returns how many. */
-export async function purgeProcessedEvents({
+export function purgeProcessedEvents({
   db,
   before,
   table = processedEvents,
@@ -58,14 +58,7 @@ export async function purgeProcessedEvents({
   table?: ProcessedEventsTable;
   batchSize?: number;
 }): Promise<number> {
-  const { PURGE } = processedStatements(qualifiedName(table));
-  let total = 0;
-  for (;;) {
-    const [row] = await run(db, PURGE, [before, batchSize]);
-    const deleted = Number(row?.deleted ?? 0);
-    total += deleted;
-    if (deleted < batchSize) return total;
-  }
+  return purgeInBatches(db, processedStatements(qualifiedName(table)).PURGE, before, batchSize);
 }
 
 function processedStatements(table: string) {

@@ -8,7 +8,7 @@
 
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
 import { type OutboxEventsTable, outboxEvents } from "./outbox-schema.js";
-import { type AnyPgDatabase, qualifiedName, run } from "./statements.js";
+import { type AnyPgDatabase, purgeInBatches, qualifiedName, run } from "./statements.js";
 
 /** What the relay reports, for logs and metrics. */
 export type RelayEvent =
@@ -160,7 +160,7 @@ export async function retryDeadEvents({
 }
 
 /** Deletes events published before `before` (ms since the epoch), in batches. Returns how many. */
-export async function purgePublishedEvents({
+export function purgePublishedEvents({
   db,
   before,
   table = outboxEvents,
@@ -171,14 +171,7 @@ export async function purgePublishedEvents({
   table?: OutboxEventsTable;
   batchSize?: number;
 }): Promise<number> {
-  const statement = outboxStatements(qualifiedName(table)).PURGE;
-  let total = 0;
-  for (;;) {
-    const [row] = await run(db, statement, [before, batchSize]);
-    const deleted = Number(row?.deleted ?? 0);
-    total += deleted;
-    if (deleted < batchSize) return total;
-  }
+  return purgeInBatches(db, outboxStatements(qualifiedName(table)).PURGE, before, batchSize);
 }
 
 function describe(error: unknown): string {

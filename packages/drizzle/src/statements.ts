@@ -58,3 +58,22 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
     (result: unknown) => (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[],
   );
 }
+
+/**
+ * Runs a purge statement (`$1` a cut-off, `$2` a batch size; one row back with `deleted`) until a batch comes back
+ * short: each batch is its own short statement, so a large purge never holds many rows at once. Returns the total.
+ */
+export async function purgeInBatches(
+  executor: Executor,
+  statement: Statement,
+  cutoff: number,
+  batchSize: number,
+): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const [row] = await run(executor, statement, [cutoff, batchSize]);
+    const deleted = Number(row?.deleted ?? 0);
+    total += deleted;
+    if (deleted < batchSize) return total;
+  }
+}

@@ -37,7 +37,15 @@ import {
 import { DEFAULT_WAIT_MS, sha256Hex } from "@idemkit/core/internal";
 import { bypassGuard } from "./bypass-guard.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
-import { type AnyPgDatabase, type Executor, namedFor, qualifiedName, type Row, run } from "./statements.js";
+import {
+  type AnyPgDatabase,
+  type Executor,
+  namedFor,
+  purgeInBatches,
+  qualifiedName,
+  type Row,
+  run,
+} from "./statements.js";
 import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
 
 /** The transaction type that `db.transaction` hands its callback: what the procedure writes with. */
@@ -266,15 +274,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       return renewed.length === 1;
     },
     get: (id) => getWith(db, id),
-    async purgeExpired({ now, batchSize = 1_000 }) {
-      let total = 0;
-      for (;;) {
-        const [row] = await run(db, statements.PURGE, [now, batchSize]);
-        const deleted = Number(row?.deleted ?? 0);
-        total += deleted;
-        if (deleted < batchSize) return total;
-      }
-    },
+    purgeExpired: ({ now, batchSize = 1_000 }) => purgeInBatches(db, statements.PURGE, now, batchSize),
   };
 }
 
