@@ -10,3 +10,5 @@ export type { IdempotencyKeysTable } from "./schema.js";
 export { idempotencyKeys, idempotencyKeysTable } from "./schema.js";
 export type { DrizzleStore, DrizzleStoreOptions, TransactionOf } from "./store.js";
 export { drizzleStore } from "./store.js";
+export type { VersionedUpdate } from "./versioned-update.js";
+export { StaleVersionError, updateIfVersion } from "./versioned-update.js";

@@ -4,11 +4,11 @@
  * test process and, for the crash tests, in a child process that the test kills.
  */
 import type { IdempotencyEvent, IdempotencyMode, IdempotencyStore } from "@idemkit/core";
-import { createOutbox, drizzleStore } from "@idemkit/drizzle";
+import { createOutbox, drizzleStore, StaleVersionError, updateIfVersion } from "@idemkit/drizzle";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import { sql } from "drizzle-orm";
-import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { eq, sql } from "drizzle-orm";
+import { integer, type PgDatabase, type PgQueryResultHKT, pgTable, serial, text } from "drizzle-orm/pg-core";
 import superjson from "superjson";
 import { z } from "zod";
 import { idempotency, idempotencyErrorData } from "../src/index.js";
@@ -16,6 +16,15 @@ import { idempotency, idempotencyErrorData } from "../src/index.js";
 export const BUSINESS_TABLES = `create table if not exists orders (
   id serial primary key, user_id text not null, sku text not null, qty int not null,
   created_at timestamptz not null default now())`;
+
+/** Carts for the optimistic concurrency procedure: created by the test that uses them. */
+export const carts = pgTable("carts", {
+  id: serial("id").primaryKey(),
+  note: text("note").notNull(),
+  version: integer("version").notNull().default(1),
+});
+export const CARTS_TABLE =
+  "create table if not exists carts (id serial primary key, note text not null, version int not null default 1)";
 
 interface Context {
   req: Request;
@@ -116,6 +125,24 @@ export function createApp({
       if (input.sku === "crash") throw new Error("the payment provider timed out");
       return { orderId };
     }),
+    /** An edit based on the version the client read (optimistic concurrency): a stale one is a 409. */
+    renameCart: idempotent
+      .input(z.object({ id: z.number(), version: z.number(), note: z.string() }))
+      .mutation(async ({ ctx, input }) => {
+        count("renameCart");
+        try {
+          const version = await updateIfVersion(writer(ctx.idempotency.tx), carts, {
+            where: eq(carts.id, input.id),
+            version: carts.version,
+            expectedVersion: input.version,
+            set: { note: input.note },
+          });
+          return { version };
+        } catch (error) {
+          if (error instanceof StaleVersionError) throw new TRPCError({ code: "CONFLICT", message: error.message });
+          throw error;
+        }
+      }),
     flaky: idempotent.input(z.object({ n: z.number() })).mutation(({ input }) => {
       count("flaky");
       if ((executions.get("flaky") ?? 0) === 1) {
