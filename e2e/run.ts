@@ -40,7 +40,8 @@ try {
   });
 } finally {
   worker.kill("SIGTERM");
-  await new Promise((resolve) => (worker.exitCode === null ? worker.once("exit", resolve) : resolve(undefined)));
+  const running = worker.exitCode === null && worker.signalCode === null;
+  if (running) await new Promise((resolve) => worker.once("exit", resolve));
   await database.drop().catch(() => {});
   await server?.stop();
   await rm(pgliteDir, { recursive: true, force: true });

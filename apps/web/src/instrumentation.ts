@@ -13,7 +13,9 @@ export async function register(): Promise<void> {
     const { db, description } = await database();
     console.log(`checkout database: ${description}`);
     // PGlite lives in this process, so its confirmations are sent from here; PostgreSQL has `npm run worker`.
-    if (!env.databaseUrl) {
+    const started = globalThis as typeof globalThis & { idemkitConfirmations?: true };
+    if (!env.databaseUrl && !started.idemkitConfirmations) {
+      started.idemkitConfirmations = true; // once per process, however often Next.js registers
       const { confirmationRelay } = await import("./server/confirmations");
       confirmationRelay(db, (error) => console.error("order confirmations:", error)).start();
     }

@@ -9,10 +9,10 @@
  *                                                  ▲                                               │ failed
  *                                                  └──────── after a backoff, while attempts last ◀┤
  *                                                                                                  ▼
- *                                          retryDead(), by hand ◀──────────────────────────────── dead
+ *                                          retryDeadEvents(), by hand ◀──────────────────────────────── dead
  */
 import { type OutboxEventsTable, outboxEvents } from "./outbox-schema.js";
-import { type AnyPgDatabase, namedFor, qualifiedName, type Row, run } from "./statements.js";
+import { namedFor, qualifiedName, type Row, run } from "./statements.js";
 
 /** What an event is enqueued with. */
 export interface OutboxEventInput {
@@ -58,8 +58,11 @@ export interface PublishedEvent {
 /** Creates the outbox: `enqueue` from procedures. */
 export function createOutbox({ table = outboxEvents, now = Date.now }: OutboxOptions = {}) {
   const statements = outboxStatements(qualifiedName(table));
-  /** How many events of each topic a transaction has enqueued without a key of its own, for the default keys. */
-  const enqueuedByTransaction = new WeakMap<object, Map<string, number>>();
+  /**
+   * How many events of each topic a call has enqueued without a key of its own, for the default keys: counted per
+   * call (its `subKey`), so events enqueued through a savepoint of its transaction are numbered with the rest.
+   */
+  const enqueuedByCall = new WeakMap<object, Map<string, number>>();
 
   return {
     /**
@@ -80,21 +83,21 @@ export function createOutbox({ table = outboxEvents, now = Date.now }: OutboxOpt
         throw new TypeError("outbox.enqueue(): the topic must be a non-empty string.");
       }
       const payload = serializePayload(event.topic, event.payload);
-      const key = event.key ?? defaultKey(tx, target.subKey, event.topic);
+      const key = event.key ?? defaultKey(target.subKey, event.topic);
       const [row] = await run(tx as Parameters<typeof run>[0], statements.ENQUEUE, [event.topic, key, payload, now()]);
       return { key, enqueued: row !== undefined };
     },
   };
 
-  function defaultKey(tx: object, subKey: OutboxTarget["subKey"], topic: string): string {
+  function defaultKey(subKey: OutboxTarget["subKey"], topic: string): string {
     if (!subKey) {
       throw new TypeError(
         `outbox.enqueue(): the ${topic} event needs a key, as its transaction is not a protected call's ` +
           "(pass ctx.idempotency, or a key of your own).",
       );
     }
-    const counts = enqueuedByTransaction.get(tx) ?? new Map<string, number>();
-    enqueuedByTransaction.set(tx, counts);
+    const counts = enqueuedByCall.get(subKey) ?? new Map<string, number>();
+    enqueuedByCall.set(subKey, counts);
     const before = counts.get(topic) ?? 0;
     counts.set(topic, before + 1);
     return subKey(JSON.stringify(["outbox", topic, before]));
@@ -102,6 +105,9 @@ export function createOutbox({ table = outboxEvents, now = Date.now }: OutboxOpt
 }
 
 export type Outbox = ReturnType<typeof createOutbox>;
+
+/** Deeper than any event needs, and shallow enough that checking it never overflows the stack. */
+const MAX_PAYLOAD_DEPTH = 100;
 
 /** Thrown by `enqueue` for a payload that is not plain JSON: where in it, and what was found there. */
 export class OutboxPayloadError extends TypeError {
@@ -120,31 +126,35 @@ function serializePayload(topic: string, payload: unknown): string {
     );
   }
   const seen = new Set<object>();
-  const check = (value: unknown, path: string): void => {
+  const check = (value: unknown, path: string, depth: number): void => {
     if (value === null || typeof value === "string" || typeof value === "boolean") return;
     if (typeof value === "number") {
       if (!Number.isFinite(value)) refuse(path, String(value));
       return;
     }
+    if (value === undefined) refuse(path, "undefined");
     if (typeof value !== "object") refuse(path, `a ${typeof value}`);
     if (value instanceof Date) {
       if (Number.isNaN(value.getTime())) refuse(path, "an invalid date");
       return;
     }
+    if (depth > MAX_PAYLOAD_DEPTH) refuse(path, `nested more than ${MAX_PAYLOAD_DEPTH} levels deep`);
     if (seen.has(value)) refuse(path, "a reference back to an enclosing value (a cycle)");
+    if (Object.getOwnPropertySymbols(value).length > 0) refuse(path, "an object with symbol keys");
     seen.add(value);
     if (Array.isArray(value)) {
-      for (const [i, item] of value.entries()) check(item, `${path}[${i}]`);
+      if (Object.keys(value).length !== value.length) refuse(path, "an array with holes or named properties");
+      for (const [i, item] of value.entries()) check(item, `${path}[${i}]`, depth + 1);
     } else {
       const prototype = Object.getPrototypeOf(value);
       if (prototype !== Object.prototype && prototype !== null) {
         refuse(path, `a ${value.constructor?.name ?? "class"} instance`);
       }
-      for (const [name, item] of Object.entries(value)) check(item, `${path}.${name}`);
+      for (const [name, item] of Object.entries(value)) check(item, `${path}.${name}`, depth + 1);
     }
     seen.delete(value);
   };
-  check(payload, "payload");
+  check(payload, "payload", 0);
   return JSON.stringify(payload);
 }
 
@@ -159,13 +169,28 @@ export function outboxStatements(table: string) {
       on conflict (key) do nothing returning id`,
     },
     /**
-     * $1 now, $2 batch size, $3 lease ms. Takes the due events, oldest first, skipping those another relay is
-     * taking at this moment; each one's lease makes it this relay's until then, and its attempt count is the fence.
+     * $1 now, $2 max attempts. Due events that were claimed that many times and never marked: dead, and returned.
+     */
+    EXHAUSTED: {
+      name: "idemkit_outbox_exhausted",
+      text: `with exhausted as (
+        select id from ${table} where state = 'pending' and available_at <= ${at("$1")} and attempts >= $2::int
+        for update skip locked
+      )
+      update ${table} as event set state = 'dead',
+        last_error = 'Claimed ' || event.attempts || ' times and never marked: each relay that took it died or hung.'
+      from exhausted where event.id = exhausted.id
+      returning event.id, event.topic, event.key, event.attempts, event.last_error`,
+    },
+    /**
+     * $1 now, $2 batch size, $3 lease ms, $4 max attempts. Takes the due events, oldest first, skipping those
+     * another relay is taking at this moment; each one's lease makes it this relay's until then, and its attempt
+     * count is the fence.
      */
     CLAIM: {
       name: "idemkit_outbox_claim",
       text: `with due as (
-        select id from ${table} where state = 'pending' and available_at <= ${at("$1")}
+        select id from ${table} where state = 'pending' and available_at <= ${at("$1")} and attempts < $4::int
         order by available_at, id limit $2::int for update skip locked
       )
       update ${table} as event set attempts = event.attempts + 1, available_at = ${at("($1::float8 + $3::float8)")}
@@ -204,15 +229,13 @@ export function outboxStatements(table: string) {
   return namedFor(statements, table, "outbox_events");
 }
 
-/** A claimed row as the relay hands it on. */
-export function toPublishedEvent(row: Row): PublishedEvent {
+/** A claimed row as the relay hands it on; its payload parsed unless `withPayload` is false. */
+export function toPublishedEvent(row: Row, withPayload = true): PublishedEvent {
   return {
     id: Number(row.id),
     topic: String(row.topic),
     key: String(row.key),
-    payload: JSON.parse(String(row.payload)),
+    payload: withPayload ? JSON.parse(String(row.payload)) : undefined,
     attempt: Number(row.attempts),
   };
 }
-
-export type { AnyPgDatabase };

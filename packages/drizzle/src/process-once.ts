@@ -38,11 +38,22 @@ export async function processOnce<TDb extends AnyPgDatabase, T>(
   if (typeof consumer !== "string" || consumer.length === 0 || typeof eventId !== "string" || eventId.length === 0) {
     throw new TypeError("processOnce(): consumer and eventId must be non-empty strings.");
   }
-  const { MARK } = processedStatements(qualifiedName(table));
+  const { MARK, CHECK } = processedStatements(qualifiedName(table));
   return db.transaction(async (tx) => {
     const [first] = await run(tx, MARK, [consumer, eventId, now()]);
     if (!first) return { processed: false } as const;
-    return { processed: true, value: await handler(tx as TransactionOf<TDb>) } as const;
+    const value = await handler(tx as TransactionOf<TDb>);
+    // A handler that caught a failed statement of its own leaves the transaction aborted, and postgres.js and
+    // node-postgres then answer its COMMIT as a rollback without an error: one more statement makes that an error,
+    // so the event is not acknowledged as processed while nothing was kept.
+    await run(tx, CHECK, [consumer, eventId]).catch((cause: unknown) => {
+      throw new Error(
+        `processOnce(): ${consumer} could not commit ${eventId}: a statement of its handler failed (and was caught), ` +
+          "so nothing was kept. Redeliver the event.",
+        { cause },
+      );
+    });
+    return { processed: true, value } as const;
   }) as Promise<ProcessOnceResult<T>>;
 }
 
@@ -69,6 +80,11 @@ function processedStatements(table: string) {
         name: "idemkit_processed_mark",
         text: `insert into ${table} (consumer, event_id, processed_at) values ($1::text, $2::text, to_timestamp($3::float8 / 1000))
       on conflict do nothing returning 1 as first`,
+      },
+      /** $1 consumer, $2 event id: fails when the transaction was aborted. */
+      CHECK: {
+        name: "idemkit_processed_check",
+        text: `select 1 from ${table} where consumer = $1::text and event_id = $2::text`,
       },
       /** $1 before (ms), $2 batch size. */
       PURGE: {

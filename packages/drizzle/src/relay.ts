@@ -8,20 +8,25 @@
 
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
 import { type OutboxEventsTable, outboxEvents } from "./outbox-schema.js";
-import { type AnyPgDatabase, purgeInBatches, qualifiedName, run } from "./statements.js";
+import { type AnyPgDatabase, purgeInBatches, qualifiedName, type Row, run } from "./statements.js";
 
 /** What the relay reports, for logs and metrics. */
 export type RelayEvent =
   | { type: "published"; event: PublishedEvent }
   | { type: "failed"; event: PublishedEvent; error: unknown; retryAt: number }
   | { type: "dead"; event: PublishedEvent; error: unknown }
+  /** The event's lease ended before this relay marked it: another relay may publish it again. */
+  | { type: "lease_lost"; event: PublishedEvent }
   | { type: "error"; error: unknown };
 
 export interface RelayOptions {
   /** The database whose outbox to publish. */
   db: AnyPgDatabase;
-  /** Publishes one event. A throw (or a rejection) fails this attempt: it is retried after a backoff. */
-  publish: (event: PublishedEvent) => Promise<void> | void;
+  /**
+   * Publishes one event. A throw (or a rejection) fails this attempt: it is retried after a backoff. `signal`
+   * aborts when `publishTimeoutMs` has passed: stop then, the attempt has failed.
+   */
+  publish: (event: PublishedEvent, options: { signal: AbortSignal }) => Promise<void> | void;
   /** The outbox table, when it is not the default `outboxEvents`. */
   table?: OutboxEventsTable;
   /** Events claimed at a time. Default 50. */
@@ -31,7 +36,12 @@ export interface RelayOptions {
    * another relay may publish it again. Default 60 s.
    */
   leaseMs?: number;
-  /** Attempts before an event is dead (kept, not retried until `retryDead`). Default 10. */
+  /**
+   * The longest one publish may take, in ms; past it, its signal aborts and the attempt counts as failed. Keep it
+   * well under `leaseMs`: an event is this relay's alone only while its lease lasts. Default 15 s.
+   */
+  publishTimeoutMs?: number;
+  /** Attempts before an event is dead (kept, not retried until `retryDeadEvents`). Default 10. */
   maxAttempts?: number;
   /** The pause after a failed attempt, in ms. Default: 1 s doubling per attempt, at most 5 minutes. */
   retryDelayMs?: (attempt: number) => number;
@@ -50,6 +60,8 @@ export interface RelayBatch {
   dead: number;
 }
 
+/** The longest pause between attempts while the database is away. */
+const MAX_ERROR_PAUSE_MS = 30_000;
 const DEFAULT_RETRY_DELAY_MS = (attempt: number) => Math.min(1_000 * 2 ** (attempt - 1), 5 * 60_000);
 
 /** Creates a relay. Run it with `start()` (a loop until `stop()`), or one batch at a time with `runOnce()`. */
@@ -59,6 +71,7 @@ export function createRelay({
   table = outboxEvents,
   batchSize = 50,
   leaseMs = 60_000,
+  publishTimeoutMs = 15_000,
   maxAttempts = 10,
   retryDelayMs = DEFAULT_RETRY_DELAY_MS,
   idleMs = 500,
@@ -74,33 +87,75 @@ export function createRelay({
     }
   };
 
-  async function publishOne(event: PublishedEvent, batch: RelayBatch): Promise<void> {
+  /** Publishes one claimed event within `publishTimeoutMs`, then marks it published, or failed for a retry. */
+  async function publishOne(row: Row, batch: RelayBatch): Promise<void> {
+    const claimed = { id: Number(row.id), attempt: Number(row.attempts) };
+    let event: PublishedEvent | undefined;
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), publishTimeoutMs);
+    // Registered before publish is called, so that a publish that settles on its abort still counts as timed out.
+    const timedOut = new Promise<never>((_, reject) => {
+      timeout.signal.addEventListener("abort", () =>
+        reject(new Error(`publish did not finish within ${publishTimeoutMs} ms`)),
+      );
+    });
     try {
-      await publish(event);
+      event = toPublishedEvent(row);
+      await Promise.race([timedOut, publish(event, { signal: timeout.signal })]);
     } catch (error) {
-      const retryAt = now() + retryDelayMs(event.attempt);
-      const [row] = await run(db, statements.FAILED, [event.id, event.attempt, retryAt, maxAttempts, describe(error)]);
-      if (row?.state === "dead") {
+      const retryAt = now() + retryDelayMs(claimed.attempt);
+      const [marked] = await run(db, statements.FAILED, [
+        claimed.id,
+        claimed.attempt,
+        retryAt,
+        maxAttempts,
+        describe(error),
+      ]);
+      const reported = event ?? {
+        id: claimed.id,
+        topic: String(row.topic),
+        key: String(row.key),
+        payload: undefined,
+        attempt: claimed.attempt,
+      };
+      if (!marked) report({ type: "lease_lost", event: reported });
+      else if (marked.state === "dead") {
         batch.dead++;
-        report({ type: "dead", event, error });
+        report({ type: "dead", event: reported, error });
       } else {
         batch.failed++;
-        report({ type: "failed", event, error, retryAt });
+        report({ type: "failed", event: reported, error, retryAt });
       }
       return;
+    } finally {
+      clearTimeout(timer);
     }
-    // Not marked (another relay took it over after this one's lease ended): it was published all the same.
-    await run(db, statements.PUBLISHED, [event.id, event.attempt, now()]);
+    const [marked] = await run(db, statements.PUBLISHED, [claimed.id, claimed.attempt, now()]);
     batch.published++;
-    report({ type: "published", event });
+    // Published all the same; another relay took it over after this one's lease ended, and will publish it again.
+    report(marked ? { type: "published", event } : { type: "lease_lost", event });
   }
 
-  /** Claims one batch of due events and publishes them in order. */
+  /**
+   * Parks as dead the events whose lease ended `maxAttempts` times without a relay marking them (each relay that
+   * took one died or hung in publish), then claims one batch of due events and publishes them, oldest first, while
+   * the batch's lease leaves time for another publish.
+   */
   async function runOnce(): Promise<RelayBatch> {
-    const rows = await run(db, statements.CLAIM, [now(), batchSize, leaseMs]);
-    const events = rows.map(toPublishedEvent).sort((a, b) => a.id - b.id);
     const batch: RelayBatch = { published: 0, failed: 0, dead: 0 };
-    for (const event of events) await publishOne(event, batch);
+    for (const row of await run(db, statements.EXHAUSTED, [now(), maxAttempts])) {
+      batch.dead++;
+      report({ type: "dead", event: toPublishedEvent(row, false), error: new Error(String(row.last_error)) });
+    }
+    const claimedAt = now();
+    const rows = await run(db, statements.CLAIM, [claimedAt, batchSize, leaseMs, maxAttempts]);
+    // RETURNING has no order of its own.
+    rows.sort((a, b) => Number(a.id) - Number(b.id));
+    for (const row of rows) {
+      // The rest stay leased to this relay until the lease ends, then any relay takes them.
+      if (now() + publishTimeoutMs > claimedAt + leaseMs) break;
+      await publishOne(row, batch);
+    }
     return batch;
   }
 
@@ -115,17 +170,18 @@ export function createRelay({
       const stop = new AbortController();
       stopping = stop;
       loop = (async () => {
-        while (!stop.signal.aborted) {
-          let idle: boolean;
+        for (let failures = 0; !stop.signal.aborted; ) {
+          let pauseMs = 0;
           try {
             const batch = await runOnce();
-            idle = batch.published + batch.failed + batch.dead === 0;
+            failures = 0;
+            if (batch.published + batch.failed + batch.dead === 0) pauseMs = idleMs;
           } catch (error) {
-            // The database is away: try again after a pause, as the relay must outlive an outage.
+            // The database is away: the relay outlives the outage, asking less often the longer it lasts.
             report({ type: "error", error });
-            idle = true;
+            pauseMs = Math.min(idleMs * 2 ** failures++, MAX_ERROR_PAUSE_MS);
           }
-          if (idle) await pause(idleMs, stop.signal);
+          if (pauseMs > 0) await pause(pauseMs, stop.signal);
         }
       })();
     },
@@ -179,6 +235,7 @@ function describe(error: unknown): string {
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });

@@ -2,6 +2,7 @@
  * The outbox's statements on each driver the store supports: the same enqueue, relay, dead-letter and
  * de-duplication steps through postgres.js, node-postgres and PGlite (the demo's embedded database).
  */
+import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { createOutbox, createRelay, processOnce, retryDeadEvents } from "../src/index.js";
 import { type Driver, notesDatabases } from "./notes-databases.js";
@@ -45,5 +46,19 @@ describe.each(["postgres.js", "node-postgres", "PGlite"] satisfies Driver[])("th
     const consume = () => processOnce({ db, consumer: driver, eventId: key }, async () => "sent");
     expect(await consume()).toEqual({ processed: true, value: "sent" });
     expect(await consume()).toEqual({ processed: false });
+  });
+
+  it("refuses to call an event processed when its handler caught a failed statement, and keeps nothing", async () => {
+    const { db, query } = databases[driver];
+    const eventId = globalThis.crypto.randomUUID();
+    const options = { db, consumer: `${driver}-careless`, eventId };
+    const careless = processOnce(options, async (tx) => {
+      await tx.execute(sql`insert into notes (key) values (${eventId})`);
+      await tx.execute(sql`select 1 / 0`).catch(() => {});
+      return "swallowed";
+    });
+    await expect(careless).rejects.toThrow(/could not commit .*nothing was kept/);
+    expect(await query("select 1 from notes where key = $1", [eventId])).toEqual([]);
+    expect(await processOnce(options, async () => "redelivered")).toEqual({ processed: true, value: "redelivered" });
   });
 });

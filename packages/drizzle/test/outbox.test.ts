@@ -62,16 +62,17 @@ describe("enqueue", () => {
   it("stores an event once per key, and derives distinct keys for a call's events of one topic", async () => {
     const outbox = createOutbox();
     const topic = `mail.${globalThis.crypto.randomUUID()}`;
-    const subKey = (name: string) => `call-1:${name}`;
-    const first = await database.db.transaction(async (tx) => [
-      await outbox.enqueue({ tx, subKey }, { topic, payload: { to: "a" } }),
-      await outbox.enqueue({ tx, subKey }, { topic, payload: { to: "b" } }),
-    ]);
+    // Each run of the call has its own ctx.idempotency, with a subKey derived from the same call key.
+    const run = async () => {
+      const subKey = (name: string) => `call-1:${name}`;
+      return database.db.transaction(async (tx) => [
+        await outbox.enqueue({ tx, subKey }, { topic, payload: { to: "a" } }),
+        await outbox.enqueue({ tx, subKey }, { topic, payload: { to: "b" } }),
+      ]);
+    };
+    const first = await run();
     // The same call run again (a replayed job, a lease-mode retry) enqueues the same keys: nothing new is stored.
-    const again = await database.db.transaction(async (tx) => [
-      await outbox.enqueue({ tx, subKey }, { topic, payload: { to: "a" } }),
-      await outbox.enqueue({ tx, subKey }, { topic, payload: { to: "b" } }),
-    ]);
+    const again = await run();
     expect(first.map((event) => event.enqueued)).toEqual([true, true]);
     expect(new Set(first.map((event) => event.key)).size).toBe(2);
     expect(again).toEqual(first.map((event) => ({ ...event, enqueued: false })));
@@ -84,7 +85,10 @@ describe("enqueue", () => {
   it.each([
     ["a bigint", { amount: 10n }, "payload.amount is a bigint"],
     ["a function", { send: () => {} }, "payload.send is a function"],
-    ["undefined", { note: undefined }, "payload.note is a undefined"],
+    ["undefined", { note: undefined }, "payload.note is undefined"],
+    ["a symbol key", { [Symbol("internal")]: 1 }, "payload is an object with symbol keys"],
+    ["an array with a named property", Object.assign([1], { extra: 2 }), "payload is an array with holes or named"],
+    ["deep nesting", Array.from({ length: 200 }).reduce<unknown>((inner) => ({ inner }), {}), "nested more than 100"],
     ["NaN", { total: Number.NaN }, "payload.total is NaN"],
     ["a Map", { lines: new Map() }, "payload.lines is a Map instance"],
     [
@@ -219,6 +223,96 @@ describe("the relay", () => {
       // drains every pending event, this one included
     }
     expect(await eventsWithTopic(topic)).toMatchObject([{ state: "published" }]);
+  });
+});
+
+describe("the relay, when publishing goes wrong", () => {
+  it("parks as dead an event whose relays all died or hung, and the late relay's mark is refused", async () => {
+    const time = clock();
+    const outbox = createOutbox({ now: time.now });
+    const topic = `exhausted.${globalThis.crypto.randomUUID()}`;
+    await database.db.transaction((tx) => outbox.enqueue({ tx }, { topic, payload: {}, key: topic }));
+    const { opened: stuck, open: unstick } = gate();
+    const seen: string[] = [];
+    const hung = createRelay({
+      db: database.db,
+      now: time.now,
+      publishTimeoutMs: 60 * 60_000,
+      leaseMs: 2 * 60 * 60_000,
+      onEvent: (event) => seen.push(event.type),
+      publish: async (event) => {
+        if (event.topic === topic) await stuck;
+      },
+    });
+    const hanging = hung.runOnce();
+    while ((await eventsWithTopic(topic))[0]?.attempts !== 1) await new Promise((resolve) => setImmediate(resolve));
+
+    time.advance(2 * 60 * 60_000);
+    const dead: string[] = [];
+    const next = createRelay({
+      db: database.db,
+      now: time.now,
+      maxAttempts: 1,
+      publish: () => {},
+      onEvent: (event) => {
+        if (event.type === "dead") dead.push(event.event.key);
+      },
+    });
+    await next.runOnce();
+    expect(dead).toContain(topic);
+    expect(await eventsWithTopic(topic)).toMatchObject([
+      { state: "dead", last_error: "Claimed 1 times and never marked: each relay that took it died or hung." },
+    ]);
+    unstick();
+    await hanging;
+    expect(seen).toContain("lease_lost");
+    expect(await eventsWithTopic(topic)).toMatchObject([{ state: "dead" }]);
+  });
+
+  it("fails an attempt that outlasts publishTimeoutMs, and one whose stored payload does not parse, and goes on", async () => {
+    const topic = `timeouts.${globalThis.crypto.randomUUID()}`;
+    await database.query(
+      "insert into outbox_events (topic, key, payload) values ($1, $2, 'not json'), ($1, $3, '{}')",
+      [topic, `${topic}:unparseable`, `${topic}:hangs`],
+    );
+    const outbox = createOutbox();
+    await database.db.transaction((tx) => outbox.enqueue({ tx }, { topic, payload: {}, key: `${topic}:fine` }));
+    const aborted: boolean[] = [];
+    const relay = createRelay({
+      db: database.db,
+      publishTimeoutMs: 1,
+      publish: (event, { signal }) => {
+        if (event.key !== `${topic}:hangs`) return;
+        return new Promise<void>((resolve) => {
+          signal.addEventListener("abort", () => {
+            aborted.push(signal.aborted);
+            resolve();
+          });
+        });
+      },
+    });
+    await relay.runOnce(); // every due event: this test's three, and the few earlier tests left pending
+    expect(aborted).toEqual([true]);
+    expect(
+      Object.fromEntries((await eventsWithTopic(topic)).map((event) => [event.key, [event.state, event.last_error]])),
+    ).toEqual({
+      [`${topic}:unparseable`]: ["pending", expect.stringMatching(/SyntaxError/)],
+      [`${topic}:hangs`]: ["pending", "Error: publish did not finish within 1 ms"],
+      [`${topic}:fine`]: ["published", null],
+    });
+  });
+});
+
+describe("enqueue in a savepoint of the call's transaction", () => {
+  it("numbers its events with the call's others, so none is lost to a repeated key", async () => {
+    const outbox = createOutbox();
+    const topic = `savepoint.${globalThis.crypto.randomUUID()}`;
+    const call = { subKey: (name: string) => `${topic}:${name}` };
+    await database.db.transaction(async (tx) => {
+      await outbox.enqueue({ tx, ...call }, { topic, payload: { n: 1 } });
+      await tx.transaction((savepoint) => outbox.enqueue({ tx: savepoint, ...call }, { topic, payload: { n: 2 } }));
+    });
+    expect((await eventsWithTopic(topic)).map((event) => JSON.parse(event.payload))).toEqual([{ n: 1 }, { n: 2 }]);
   });
 });
 
