@@ -99,6 +99,8 @@ export function createRelay({
         reject(new Error(`publish did not finish within ${publishTimeoutMs} ms`)),
       );
     });
+    // Settled or not, nobody else waits on it: a timer that fires after the race is over must not go unhandled.
+    timedOut.catch(() => {});
     try {
       event = toPublishedEvent(row);
       await Promise.race([timedOut, publish(event, { signal: timeout.signal })]);
