@@ -40,7 +40,7 @@ export interface OutboxTarget {
 export interface OutboxOptions {
   /** The outbox table, when it is not the default `outboxEvents`: one made with `outboxEventsTable(name, schema)`. */
   table?: OutboxEventsTable;
-  /** The clock, in ms since the epoch: when an enqueued event is due. Injected so tests can move time. */
+  /** A clock in ms since the epoch, for tests that move time; by default the database's, which every host shares. */
   now?: () => number;
 }
 
@@ -56,7 +56,7 @@ export interface PublishedEvent {
 }
 
 /** Creates the outbox: `enqueue` from procedures. */
-export function createOutbox({ table = outboxEvents, now = Date.now }: OutboxOptions = {}) {
+export function createOutbox({ table = outboxEvents, now }: OutboxOptions = {}) {
   const statements = outboxStatements(qualifiedName(table));
   /**
    * How many events of each topic a call has enqueued without a key of its own, for the default keys: counted per
@@ -84,7 +84,12 @@ export function createOutbox({ table = outboxEvents, now = Date.now }: OutboxOpt
       }
       const payload = serializePayload(event.topic, event.payload);
       const key = event.key ?? defaultKey(target.subKey, event.topic);
-      const [row] = await run(tx as Parameters<typeof run>[0], statements.ENQUEUE, [event.topic, key, payload, now()]);
+      const [row] = await run(tx as Parameters<typeof run>[0], statements.ENQUEUE, [
+        event.topic,
+        key,
+        payload,
+        now?.() ?? null,
+      ]);
       return { key, enqueued: row !== undefined };
     },
   };
@@ -160,12 +165,15 @@ function serializePayload(topic: string, payload: unknown): string {
 
 /** The outbox's statements over `table` (the qualified, quoted name). */
 export function outboxStatements(table: string) {
+  /** A time given in ms since the epoch. */
   const at = (param: string) => `to_timestamp(${param}::float8 / 1000)`;
+  /** Now: the injected clock's time when one was given (a test's), else the database's own clock, shared by all hosts. */
+  const clock = (param: string) => `coalesce(${at(param)}, statement_timestamp())`;
   const statements = {
     /** $1 topic, $2 key, $3 payload, $4 now. A row back when stored; none when the key was enqueued before. */
     ENQUEUE: {
       name: "idemkit_outbox_enqueue",
-      text: `insert into ${table} (topic, key, payload, available_at, created_at) values ($1::text, $2::text, $3::text, ${at("$4")}, ${at("$4")})
+      text: `insert into ${table} (topic, key, payload, available_at, created_at) values ($1::text, $2::text, $3::text, ${clock("$4")}, ${clock("$4")})
       on conflict (key) do nothing returning id`,
     },
     /**
@@ -174,7 +182,7 @@ export function outboxStatements(table: string) {
     EXHAUSTED: {
       name: "idemkit_outbox_exhausted",
       text: `with exhausted as (
-        select id from ${table} where state = 'pending' and available_at <= ${at("$1")} and attempts >= $2::int
+        select id from ${table} where state = 'pending' and available_at <= ${clock("$1")} and attempts >= $2::int
         for update skip locked
       )
       update ${table} as event set state = 'dead',
@@ -190,31 +198,32 @@ export function outboxStatements(table: string) {
     CLAIM: {
       name: "idemkit_outbox_claim",
       text: `with due as (
-        select id from ${table} where state = 'pending' and available_at <= ${at("$1")} and attempts < $4::int
+        select id from ${table} where state = 'pending' and available_at <= ${clock("$1")} and attempts < $4::int
         order by available_at, id limit $2::int for update skip locked
       )
-      update ${table} as event set attempts = event.attempts + 1, available_at = ${at("($1::float8 + $3::float8)")}
+      update ${table} as event set attempts = event.attempts + 1, available_at = ${clock("$1")} + $3::float8 * interval '1 millisecond'
       from due where event.id = due.id
       returning event.id, event.topic, event.key, event.payload, event.attempts`,
     },
     /** $1 id, $2 the attempt that published it, $3 now. */
     PUBLISHED: {
       name: "idemkit_outbox_published",
-      text: `update ${table} set state = 'published', published_at = ${at("$3")}, last_error = null
+      text: `update ${table} set state = 'published', published_at = ${clock("$3")}, last_error = null
       where id = $1::bigint and attempts = $2::int and state = 'pending' returning id`,
     },
-    /** $1 id, $2 the attempt that failed, $3 when to try again, $4 max attempts, $5 the error. */
+    /** $1 id, $2 the attempt that failed, $3 now, $4 max attempts, $5 the error, $6 the pause before the next, ms. */
     FAILED: {
       name: "idemkit_outbox_failed",
       text: `update ${table}
-      set state = case when attempts >= $4::int then 'dead' else 'pending' end, available_at = ${at("$3")},
+      set state = case when attempts >= $4::int then 'dead' else 'pending' end,
+          available_at = ${clock("$3")} + $6::float8 * interval '1 millisecond',
           last_error = $5::text
       where id = $1::bigint and attempts = $2::int and state = 'pending' returning state`,
     },
     /** $1 now, $2 the ids, or null for every dead event. */
     RETRY_DEAD: {
       name: "idemkit_outbox_retry_dead",
-      text: `update ${table} set state = 'pending', attempts = 0, available_at = ${at("$1")}, last_error = null
+      text: `update ${table} set state = 'pending', attempts = 0, available_at = ${clock("$1")}, last_error = null
       where state = 'dead' and ($2::bigint[] is null or id = any($2::bigint[])) returning id`,
     },
     /** $1 published before (ms), $2 batch size. */

@@ -21,7 +21,7 @@ export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   eventId: string;
   /** The record's table, when it is not the default `processedEvents`. */
   table?: ProcessedEventsTable;
-  /** The clock, in ms since the epoch: when the event was processed, for retention. */
+  /** A clock in ms since the epoch, for tests that move time; by default the database's. */
   now?: () => number;
 }
 
@@ -32,7 +32,7 @@ export type ProcessOnceResult<T> = { processed: true; value: T } | { processed: 
  * a duplicate; a handler's throw rolls everything back and rejects, so the event is redelivered and runs again.
  */
 export async function processOnce<TDb extends AnyPgDatabase, T>(
-  { db, consumer, eventId, table = processedEvents, now = Date.now }: ProcessOnceOptions<TDb>,
+  { db, consumer, eventId, table = processedEvents, now }: ProcessOnceOptions<TDb>,
   handler: (tx: TransactionOf<TDb>) => Promise<T>,
 ): Promise<ProcessOnceResult<T>> {
   if (typeof consumer !== "string" || consumer.length === 0 || typeof eventId !== "string" || eventId.length === 0) {
@@ -40,7 +40,7 @@ export async function processOnce<TDb extends AnyPgDatabase, T>(
   }
   const { MARK, CHECK } = processedStatements(qualifiedName(table));
   return db.transaction(async (tx) => {
-    const [first] = await run(tx, MARK, [consumer, eventId, now()]);
+    const [first] = await run(tx, MARK, [consumer, eventId, now?.() ?? null]);
     if (!first) return { processed: false } as const;
     const value = await handler(tx as TransactionOf<TDb>);
     // A handler that caught a failed statement of its own leaves the transaction aborted, and postgres.js and
@@ -75,10 +75,10 @@ export function purgeProcessedEvents({
 function processedStatements(table: string) {
   return namedFor(
     {
-      /** $1 consumer, $2 event id, $3 now. A row back when this is the first time. */
+      /** $1 consumer, $2 event id, $3 now (null: the database's). A row back when this is the first time. */
       MARK: {
         name: "idemkit_processed_mark",
-        text: `insert into ${table} (consumer, event_id, processed_at) values ($1::text, $2::text, to_timestamp($3::float8 / 1000))
+        text: `insert into ${table} (consumer, event_id, processed_at) values ($1::text, $2::text, coalesce(to_timestamp($3::float8 / 1000), statement_timestamp()))
       on conflict do nothing returning 1 as first`,
       },
       /** $1 consumer, $2 event id: fails when the transaction was aborted. */

@@ -47,7 +47,10 @@ export interface RelayOptions {
   retryDelayMs?: (attempt: number) => number;
   /** The pause between batches when nothing was due, in ms. Default 500. */
   idleMs?: number;
-  /** The clock, in ms since the epoch. Injected so tests can move time. */
+  /**
+   * A clock in ms since the epoch, for tests that move time. By default due times and leases are the database's,
+   * which every host running a relay shares; this process's clock only measures how long a batch has taken.
+   */
   now?: () => number;
   /** Called for every outcome. A throw is ignored: an observer never changes what the relay does. */
   onEvent?: (event: RelayEvent) => void;
@@ -75,9 +78,11 @@ export function createRelay({
   maxAttempts = 10,
   retryDelayMs = DEFAULT_RETRY_DELAY_MS,
   idleMs = 500,
-  now = Date.now,
+  now,
   onEvent,
 }: RelayOptions) {
+  const databaseNow = () => now?.() ?? null;
+  const elapsed = now ?? Date.now;
   const statements = outboxStatements(qualifiedName(table));
   const report = (event: RelayEvent) => {
     try {
@@ -105,13 +110,15 @@ export function createRelay({
       event = toPublishedEvent(row);
       await Promise.race([timedOut, publish(event, { signal: timeout.signal })]);
     } catch (error) {
-      const retryAt = now() + retryDelayMs(claimed.attempt);
+      const delayMs = retryDelayMs(claimed.attempt);
+      const retryAt = elapsed() + delayMs;
       const [marked] = await run(db, statements.FAILED, [
         claimed.id,
         claimed.attempt,
-        retryAt,
+        databaseNow(),
         maxAttempts,
         describe(error),
+        delayMs,
       ]);
       const reported = event ?? {
         id: claimed.id,
@@ -132,7 +139,7 @@ export function createRelay({
     } finally {
       clearTimeout(timer);
     }
-    const [marked] = await run(db, statements.PUBLISHED, [claimed.id, claimed.attempt, now()]);
+    const [marked] = await run(db, statements.PUBLISHED, [claimed.id, claimed.attempt, databaseNow()]);
     batch.published++;
     // Published all the same; another relay took it over after this one's lease ended, and will publish it again.
     report(marked ? { type: "published", event } : { type: "lease_lost", event });
@@ -145,17 +152,17 @@ export function createRelay({
    */
   async function runOnce(): Promise<RelayBatch> {
     const batch: RelayBatch = { published: 0, failed: 0, dead: 0 };
-    for (const row of await run(db, statements.EXHAUSTED, [now(), maxAttempts])) {
+    for (const row of await run(db, statements.EXHAUSTED, [databaseNow(), maxAttempts])) {
       batch.dead++;
       report({ type: "dead", event: toPublishedEvent(row, false), error: new Error(String(row.last_error)) });
     }
-    const claimedAt = now();
-    const rows = await run(db, statements.CLAIM, [claimedAt, batchSize, leaseMs, maxAttempts]);
+    const claimedAt = elapsed();
+    const rows = await run(db, statements.CLAIM, [databaseNow(), batchSize, leaseMs, maxAttempts]);
     // RETURNING has no order of its own.
     rows.sort((a, b) => Number(a.id) - Number(b.id));
     for (const row of rows) {
       // The rest stay leased to this relay until the lease ends, then any relay takes them.
-      if (now() + publishTimeoutMs > claimedAt + leaseMs) break;
+      if (elapsed() + publishTimeoutMs > claimedAt + leaseMs) break;
       await publishOne(row, batch);
     }
     return batch;
@@ -206,14 +213,14 @@ export async function retryDeadEvents({
   db,
   ids,
   table = outboxEvents,
-  now = Date.now,
+  now,
 }: {
   db: AnyPgDatabase;
   ids?: number[];
   table?: OutboxEventsTable;
   now?: () => number;
 }): Promise<number[]> {
-  const rows = await run(db, outboxStatements(qualifiedName(table)).RETRY_DEAD, [now(), ids ?? null]);
+  const rows = await run(db, outboxStatements(qualifiedName(table)).RETRY_DEAD, [now?.() ?? null, ids ?? null]);
   return rows.map((row) => Number(row.id));
 }
 
