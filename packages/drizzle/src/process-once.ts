@@ -38,7 +38,7 @@ export async function processOnce<TDb extends AnyPgDatabase, T>(
   if (typeof consumer !== "string" || consumer.length === 0 || typeof eventId !== "string" || eventId.length === 0) {
     throw new TypeError("processOnce(): consumer and eventId must be non-empty strings.");
   }
-  const { MARK, CHECK } = processedStatements(qualifiedName(table));
+  const { MARK, CHECK } = statementsOf(table);
   return db.transaction(async (tx) => {
     const [first] = await run(tx, MARK, [consumer, eventId, now?.() ?? null]);
     if (!first) return { processed: false } as const;
@@ -69,7 +69,18 @@ export function purgeProcessedEvents({
   table?: ProcessedEventsTable;
   batchSize?: number;
 }): Promise<number> {
-  return purgeInBatches(db, processedStatements(qualifiedName(table)).PURGE, before, batchSize);
+  return purgeInBatches(db, statementsOf(table).PURGE, before, batchSize);
+}
+
+/** The statements over each table, built once: processOnce runs for every message a consumer takes. */
+const statementsByTable = new WeakMap<ProcessedEventsTable, ReturnType<typeof processedStatements>>();
+function statementsOf(table: ProcessedEventsTable): ReturnType<typeof processedStatements> {
+  let statements = statementsByTable.get(table);
+  if (!statements) {
+    statements = processedStatements(qualifiedName(table));
+    statementsByTable.set(table, statements);
+  }
+  return statements;
 }
 
 function processedStatements(table: string) {

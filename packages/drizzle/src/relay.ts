@@ -120,13 +120,8 @@ export function createRelay({
         describe(error),
         delayMs,
       ]);
-      const reported = event ?? {
-        id: claimed.id,
-        topic: String(row.topic),
-        key: String(row.key),
-        payload: undefined,
-        attempt: claimed.attempt,
-      };
+      // An event whose payload did not parse is reported without it.
+      const reported = event ?? toPublishedEvent(row, false);
       if (!marked) report({ type: "lease_lost", event: reported });
       else if (marked.state === "dead") {
         batch.dead++;
