@@ -2,14 +2,15 @@
  * Consumer-side de-duplication for any broker or job queue that delivers at least once. The handler runs in one
  * transaction with the insert of (consumer, event id): a redelivered event finds its row and is skipped; a crash
  * mid-handler rolls both back, so the redelivery runs it again; two deliveries at once meet on the row, and the
- * second waits for the first to commit (then skips) or roll back (then runs). Acknowledge the message to the broker
- * only after `processOnce` resolves.
+ * second waits for the first to commit (then skips) or roll back (then runs), for `lockTimeoutMs` at most: a
+ * delivery stuck behind a hung one fails instead of holding its connection for ever. Acknowledge the message to the
+ * broker only after `processOnce` resolves.
  *
  * Keep the records longer than the broker may redeliver (its retention, plus a margin: 14 days is a safe default),
  * then purge them with `purgeProcessedEvents`.
  */
 import { type ProcessedEventsTable, processedEvents } from "./outbox-schema.js";
-import { type AnyPgDatabase, namedFor, purgeInBatches, qualifiedName, run } from "./statements.js";
+import { type AnyPgDatabase, isLockTimeout, namedFor, purgeInBatches, qualifiedName, run } from "./statements.js";
 import type { TransactionOf } from "./store.js";
 
 export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
@@ -21,6 +22,11 @@ export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   eventId: string;
   /** The record's table, when it is not the default `processedEvents`. */
   table?: ProcessedEventsTable;
+  /**
+   * How long, in ms, to wait for another delivery of the same event still in its handler. Past it, `processOnce`
+   * rejects with nothing done and the event is to be redelivered later. Default 10 s.
+   */
+  lockTimeoutMs?: number;
   /** A clock in ms since the epoch, for tests that move time; by default the database's. */
   now?: () => number;
 }
@@ -32,7 +38,7 @@ export type ProcessOnceResult<T> = { processed: true; value: T } | { processed: 
  * a duplicate; a handler's throw rolls everything back and rejects, so the event is redelivered and runs again.
  */
 export async function processOnce<TDb extends AnyPgDatabase, T>(
-  { db, consumer, eventId, table = processedEvents, now }: ProcessOnceOptions<TDb>,
+  { db, consumer, eventId, table = processedEvents, lockTimeoutMs = 10_000, now }: ProcessOnceOptions<TDb>,
   handler: (tx: TransactionOf<TDb>) => Promise<T>,
 ): Promise<ProcessOnceResult<T>> {
   if (typeof consumer !== "string" || consumer.length === 0 || typeof eventId !== "string" || eventId.length === 0) {
@@ -40,8 +46,16 @@ export async function processOnce<TDb extends AnyPgDatabase, T>(
   }
   const { MARK, CHECK } = statementsOf(table);
   return db.transaction(async (tx) => {
-    const [first] = await run(tx, MARK, [consumer, eventId, now?.() ?? null]);
-    if (!first) return { processed: false } as const;
+    const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;
+    const [mark] = await run(tx, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
+      if (!isLockTimeout(cause)) throw cause;
+      throw new Error(
+        `processOnce(): ${consumer} is still processing ${eventId} in another delivery after ${lockTimeoutMs} ms; ` +
+          "nothing was done here. Redeliver the event later.",
+        { cause },
+      );
+    });
+    if (!mark?.first) return { processed: false } as const;
     const value = await handler(tx as TransactionOf<TDb>);
     // A handler that caught a failed statement of its own leaves the transaction aborted, and postgres.js and
     // node-postgres then answer its COMMIT as a rollback without an error: one more statement makes that an error,
@@ -86,11 +100,21 @@ function statementsOf(table: ProcessedEventsTable): ReturnType<typeof processedS
 function processedStatements(table: string) {
   return namedFor(
     {
-      /** $1 consumer, $2 event id, $3 now (null: the database's). A row back when this is the first time. */
+      /**
+       * $1 consumer, $2 event id, $3 now (null: the database's), $4 how long to wait on a delivery in progress (its
+       * lock_timeout, for this statement only). One row back, `first` true when this is the first time.
+       */
       MARK: {
         name: "idemkit_processed_mark",
-        text: `insert into ${table} (consumer, event_id, processed_at) values ($1::text, $2::text, coalesce(to_timestamp($3::float8 / 1000), statement_timestamp()))
-      on conflict do nothing returning 1 as first`,
+        text: `with previous as materialized (
+        select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $4::text, true)
+      ), marked as (
+        insert into ${table} (consumer, event_id, processed_at)
+        select $1::text, $2::text, coalesce(to_timestamp($3::float8 / 1000), statement_timestamp()) from previous
+        on conflict do nothing returning 1
+      )
+      select exists (select 1 from marked) as first, set_config('lock_timeout', previous.lock_timeout, true) as restored
+      from previous`,
       },
       /** $1 consumer, $2 event id: fails when the transaction was aborted. */
       CHECK: {

@@ -77,3 +77,49 @@ export async function purgeInBatches(
     if (deleted < batchSize) return total;
   }
 }
+
+/** What a library that brings its own SQL (pg-boss's `db` option, for one) runs it through. */
+export interface SqlExecutor {
+  executeSql(text: string, values?: unknown[]): Promise<{ rows: Row[] }>;
+}
+
+/**
+ * Runs another library's SQL (positional `$1` parameters) in a Drizzle database or transaction, so what that library
+ * writes commits or rolls back with the caller's own writes. Each text is prepared once per connection, under a name
+ * made from its hash. Parameters are sent as node-postgres would send them, which such libraries are written for,
+ * whatever driver the database is on: `undefined` as null (postgres.js would refuse it) and a plain object as its
+ * JSON text (Drizzle's postgres.js session would pass it through unencoded).
+ */
+export function sqlExecutor(executor: Executor): SqlExecutor {
+  return {
+    async executeSql(text, values = []) {
+      const name = `idemkit_sql_${sha256Hex(text).slice(0, 16)}`;
+      return { rows: await run(executor, { name, text }, values.map(asNodePostgresSends)) };
+    },
+  };
+}
+
+function asNodePostgresSends(value: unknown): unknown {
+  if (value === undefined) return null;
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value) || value instanceof Date || ArrayBuffer.isView(value)) return value;
+  return JSON.stringify(value);
+}
+
+/** A SQLSTATE's shape: a standard class starts with a digit; PL/pgSQL, foreign-data and file ones with these. */
+const SQLSTATE = /^([0-9][0-9A-Z]|HV|P0|F0|XX)[0-9A-Z]{3}$/;
+
+/** The SQLSTATE of a PostgreSQL error, wherever the driver (or Drizzle's wrapper) put it; never a Node error code. */
+export function sqlStateOf(error: unknown): string | undefined {
+  for (let current = error; typeof current === "object" && current !== null; ) {
+    const { code } = current as { code?: unknown };
+    if (typeof code === "string" && SQLSTATE.test(code)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** PostgreSQL's lock_not_available (55P03): a `lock_timeout` passed. */
+export function isLockTimeout(error: unknown): boolean {
+  return sqlStateOf(error) === "55P03";
+}

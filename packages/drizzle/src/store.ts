@@ -40,11 +40,13 @@ import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
 import {
   type AnyPgDatabase,
   type Executor,
+  isLockTimeout,
   namedFor,
   purgeInBatches,
   qualifiedName,
   type Row,
   run,
+  sqlStateOf,
 } from "./statements.js";
 import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
 
@@ -446,11 +448,6 @@ function toRecord(row: Row): StoredRecord {
   return { state: RecordState.IN_PROGRESS, ...base, leaseExpiresAt: Number(row.lease_expires_ms) };
 }
 
-/** PostgreSQL's lock_not_available (55P03), wherever the driver put the code. */
-function isLockTimeout(error: unknown): boolean {
-  return sqlStateOf(error) === "55P03";
-}
-
 /**
  * Whether a transaction whose work finished failed to commit because of a statement of the procedure's own that
  * failed and was caught: the completing update found the transaction already aborted (25P02, as PGlite and
@@ -473,15 +470,3 @@ async function isProcedureFailure(error: unknown, completion: Promise<boolean>):
  * procedure caught is its own, as it is on every driver.
  */
 const SERVER_TROUBLE = /^(08|40|53|58|XX)|^57(?!014)/;
-/** A SQLSTATE's shape: a standard class starts with a digit; PL/pgSQL, foreign-data and file ones with these. */
-const SQLSTATE = /^([0-9][0-9A-Z]|HV|P0|F0|XX)[0-9A-Z]{3}$/;
-
-/** The SQLSTATE of a PostgreSQL error, wherever the driver (or Drizzle's wrapper) put it; never a Node error code. */
-function sqlStateOf(error: unknown): string | undefined {
-  for (let current = error; typeof current === "object" && current !== null; ) {
-    const { code } = current as { code?: unknown };
-    if (typeof code === "string" && SQLSTATE.test(code)) return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}

@@ -427,6 +427,30 @@ describe("processOnce", () => {
     expect(await second).toEqual({ processed: false });
   });
 
+  it("gives up on a delivery stuck behind a hung one after lockTimeoutMs, with nothing done, and keeps the setting", async () => {
+    const eventId = globalThis.crypto.randomUUID();
+    const options = { db: database.db, consumer: "ledger", eventId };
+    const { opened: holding, open: hold } = gate();
+    const { opened: released, open: release } = gate();
+    const hung = processOnce(options, async (tx) => {
+      hold();
+      await released;
+      // The caller's own lock_timeout is back in force inside the handler.
+      return (await tx.execute<{ lock_timeout: string }>(sql`show lock_timeout`))[0]?.lock_timeout;
+    });
+    await holding;
+    let ran = false;
+    await expect(
+      processOnce({ ...options, lockTimeoutMs: 50 }, async () => {
+        ran = true;
+      }),
+    ).rejects.toThrow(`ledger is still processing ${eventId} in another delivery after 50 ms`);
+    expect(ran).toBe(false);
+    release();
+    expect(await hung).toEqual({ processed: true, value: "0" });
+    expect(await processOnce(options, async () => "again")).toEqual({ processed: false });
+  });
+
   it("purges records and published events past their retention", async () => {
     const time = clock(Date.parse("2020-01-01T00:00:00Z"));
     const eventId = globalThis.crypto.randomUUID();

@@ -5,6 +5,7 @@
 import { memoryStore } from "@idemkit/core";
 import type { describeStoreConformance } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
+import { createJobs, type jobIdFor } from "@idemkit/pg-boss";
 import type { useIdempotentMutation } from "@idemkit/react";
 import { idempotency, type withIdempotencyKey } from "@idemkit/trpc";
 import { idempotencyContext, idempotencyLink } from "@idemkit/trpc/client";
@@ -14,6 +15,7 @@ export type Entries = [
   typeof describeStoreConformance,
   typeof drizzleStore,
   typeof idempotencyKeys,
+  typeof jobIdFor,
   typeof useIdempotentMutation,
   typeof withIdempotencyKey,
   typeof idempotencyLink,
@@ -28,4 +30,6 @@ export function misuse(): void {
   idempotencyLink({});
   // @ts-expect-error the store needs a database
   drizzleStore({});
+  // @ts-expect-error jobs need a pg-boss and a database
+  createJobs({});
 }

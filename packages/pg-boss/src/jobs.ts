@@ -1,0 +1,128 @@
+/**
+ * Idempotent background jobs on pg-boss, the PostgreSQL job queue an app may already run. A job is sent in the
+ * protected call's transaction, so it exists if and only if the call's writes committed, under an id derived from
+ * its business key (`order-confirmation:42`), so sending it again (a replayed call, a re-run relay) stores nothing
+ * new while pg-boss keeps the first. Its handler runs through `processOnce`, in one transaction with the record
+ * that the job was done: a job that pg-boss runs twice (its worker died, its completion was lost, it expired while
+ * still running, it was sent again after the first was archived) takes effect once.
+ */
+import { sha256Hex } from "@idemkit/core/internal";
+import {
+  type AnyPgDatabase,
+  type ProcessedEventsTable,
+  processOnce,
+  sqlExecutor,
+  type TransactionOf,
+} from "@idemkit/drizzle";
+import type PgBoss from "pg-boss";
+
+/** Where a job is sent from: the protected procedure's `ctx.idempotency`, or any `{ tx }` of the app's own. */
+export interface JobTarget {
+  tx: unknown;
+}
+
+/** pg-boss's send options, with the job's business key in place of its id. */
+export type IdempotentSendOptions = Omit<PgBoss.SendOptions, "id" | "db"> & {
+  /**
+   * What the job does, once: `order-confirmation:42`. The job's id is derived from it (and the queue), so the same
+   * key sent twice is one job.
+   */
+  key: string;
+};
+
+export interface JobsOptions<TDb extends AnyPgDatabase> {
+  /** A started pg-boss (`await boss.start()`), on the database `db` connects to. */
+  boss: PgBoss;
+  /** The database the handlers write to: the record of processed jobs must be in it. */
+  db: TDb;
+  /** The record's table, when it is not the default `processedEvents`. */
+  table?: ProcessedEventsTable;
+}
+
+/** What a handler receives: the job, and the transaction its effects must be written in to happen once. */
+export type IdempotentJobHandler<TDb extends AnyPgDatabase, Data, Result> = (
+  job: PgBoss.Job<Data>,
+  tx: TransactionOf<TDb>,
+) => Promise<Result>;
+
+export interface IdempotentWorkOptions extends PgBoss.WorkOptions {
+  /** Who processes the jobs, for the processed-jobs record. Default: the queue's name. */
+  consumer?: string;
+}
+
+/**
+ * The id pg-boss stores a job under for `key` on `queue`: a UUID (version 8, RFC 9562) from a SHA-256 of both, so
+ * every sender computes the same one.
+ */
+export function jobIdFor(queue: string, key: string): string {
+  const hex = sha256Hex(JSON.stringify([queue, key]));
+  const variant = ((Number.parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** Creates the sender and the worker of idempotent jobs over `boss`, handled in `db`. */
+export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsOptions<TDb>) {
+  return {
+    /**
+     * Sends a job in `target`'s transaction: it is created once that transaction commits, and never if it rolls
+     * back. Resolves the job's id and whether this call created it (false: a job with this key is already in the
+     * queue). The queue must exist (`boss.createQueue`).
+     */
+    async send<Data extends object>(
+      target: JobTarget,
+      queue: string,
+      data: Data,
+      { key, ...options }: IdempotentSendOptions,
+    ): Promise<{ id: string; sent: boolean }> {
+      const { tx } = target;
+      if (typeof tx !== "object" || tx === null) {
+        throw new TypeError(
+          "jobs.send() needs a transaction: ctx.idempotency in atomic mode, or { tx } with a transaction of your " +
+            "own (in lease mode ctx.idempotency.tx is undefined).",
+        );
+      }
+      if (typeof key !== "string" || key.length === 0) {
+        throw new TypeError(`jobs.send(): a ${queue} job needs a key, a non-empty string naming what it does.`);
+      }
+      const executor = sqlExecutor(tx as AnyPgDatabase);
+      const id = jobIdFor(queue, key);
+      if ((await boss.send(queue, data, { ...options, id, db: executor })) !== null) return { id, sent: true };
+      // pg-boss answers null both for a job already there and for a queue that does not exist.
+      if (await boss.getJobById(queue, id, { db: executor, includeArchive: false })) return { id, sent: false };
+      if (!(await boss.getQueue(queue))) {
+        throw new Error(`jobs.send(): the queue ${queue} does not exist. Create it once with boss.createQueue().`);
+      }
+      // The queue's policy (short, singleton, stately) refused a job with this singletonKey: nothing was stored.
+      return { id, sent: false };
+    },
+
+    /**
+     * Works `queue` with `handler`, each job through `processOnce` (the consumer, the job's id): a job pg-boss
+     * delivers again after it was done completes without running. A throw fails the job for pg-boss to retry, with
+     * nothing kept. Resolves pg-boss's worker id (for `boss.offWork`).
+     */
+    work<Data = object, Result = unknown>(
+      queue: string,
+      { consumer = queue, ...options }: IdempotentWorkOptions,
+      handler: IdempotentJobHandler<TDb, Data, Result>,
+    ): Promise<string> {
+      return boss.work<Data>(queue, options, async (jobs) => {
+        let result: Result | undefined;
+        // A batch fails as a whole in pg-boss: the jobs done before a failing one are retried with it, and skipped.
+        for (const job of jobs) {
+          // pg-boss stops waiting for a run at its expiry and lets the job be taken again: a run stuck behind
+          // another run of the same job (hung, or not yet known dead) stops waiting then too.
+          const lockTimeoutMs = job.expireInSeconds * 1_000;
+          const outcome = await processOnce(
+            { db, consumer, eventId: job.id, lockTimeoutMs, ...(table && { table }) },
+            (tx) => handler(job, tx),
+          );
+          result = outcome.processed ? outcome.value : undefined;
+        }
+        return result;
+      });
+    },
+  };
+}
+
+export type Jobs<TDb extends AnyPgDatabase> = ReturnType<typeof createJobs<TDb>>;

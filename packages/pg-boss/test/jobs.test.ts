@@ -1,0 +1,148 @@
+/**
+ * Idempotent pg-boss jobs against a real PostgreSQL and a real pg-boss worker: a job exists if and only if the
+ * transaction that sent it committed, the same key is one job, and a job pg-boss runs again takes effect once.
+ */
+import { openNodePostgres, openPostgres } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import PgBoss from "pg-boss";
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { createJobs, jobIdFor } from "../src/index.js";
+
+const QUEUE = "order-confirmation";
+
+describe.each([
+  ["postgres.js", openPostgres],
+  ["node-postgres", openNodePostgres],
+] as const)("on %s", (_driver, open) => {
+  let database: Awaited<ReturnType<typeof open>>;
+  let boss: PgBoss;
+  let jobs: ReturnType<typeof createJobs<(typeof database)["db"]>>;
+  const workers: string[] = [];
+
+  beforeAll(async () => {
+    database = await open(inject("postgresUrl"), { max: 4 });
+    await database.query("create table sent (id serial primary key, order_id int not null, attempt int not null)");
+    boss = new PgBoss({ connectionString: database.url, max: 3, schedule: false, supervise: false });
+    boss.on("error", (error) => console.error("pg-boss:", error));
+    await boss.start();
+    await boss.createQueue(QUEUE, { name: QUEUE, retryLimit: 2, retryDelay: 0 });
+    jobs = createJobs({ boss, db: database.db });
+  });
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((id) => boss.offWork({ id })));
+  });
+  afterAll(async () => {
+    await boss.stop({ graceful: false, wait: true });
+    await database.close();
+  });
+
+  const orderKey = () => `order-confirmation:${globalThis.crypto.randomUUID()}`;
+  const sendCommitted = (key: string, orderId: number) =>
+    database.db.transaction((tx) => jobs.send({ tx }, QUEUE, { orderId }, { key }));
+  const sentFor = async (orderId: number) =>
+    (await database.query<{ attempt: number }>("select attempt from sent where order_id = $1", [orderId])).map(
+      (row) => row.attempt,
+    );
+  const stateOf = async (id: string) => (await boss.getJobById(QUEUE, id, { includeArchive: true }))?.state;
+  const nextOrder = (() => {
+    let orderId = 0;
+    return () => ++orderId;
+  })();
+
+  it("sends a job once its transaction commits, under the id its key derives", async () => {
+    const key = orderKey();
+    const result = await sendCommitted(key, 1);
+    expect(result).toEqual({ id: jobIdFor(QUEUE, key), sent: true });
+    const job = await boss.getJobById(QUEUE, result.id, { includeArchive: false });
+    expect(job).toMatchObject({ state: "created", data: { orderId: 1 } });
+  });
+
+  it("leaves no job when the transaction that sent it rolls back", async () => {
+    const key = orderKey();
+    const failure = new Error("the order failed after its job was sent");
+    await expect(
+      database.db.transaction(async (tx) => {
+        await jobs.send({ tx }, QUEUE, { orderId: 2 }, { key });
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(await boss.getJobById(QUEUE, jobIdFor(QUEUE, key), { includeArchive: true })).toBeNull();
+    // The key is free: the order's successful retry sends it.
+    expect(await sendCommitted(key, 2)).toMatchObject({ sent: true });
+  });
+
+  it("stores one job for a key sent again, also from two transactions at once", async () => {
+    const key = orderKey();
+    const [first, second] = await Promise.all([sendCommitted(key, 3), sendCommitted(key, 3)]);
+    expect([first.sent, second.sent].sort()).toEqual([false, true]);
+    expect(first.id).toBe(second.id);
+    expect(await sendCommitted(key, 3)).toEqual({ id: first.id, sent: false });
+    const [row] = await database.query<{ count: number }>(
+      "select count(*)::int as count from pgboss.job where name = $1 and data->>'orderId' = '3'",
+      [QUEUE],
+    );
+    expect(row?.count).toBe(1);
+  });
+
+  it("refuses a send to a queue that does not exist, naming it", async () => {
+    await expect(
+      database.db.transaction((tx) => jobs.send({ tx }, "no-such-queue", {}, { key: orderKey() })),
+    ).rejects.toThrow("the queue no-such-queue does not exist");
+  });
+
+  it("refuses a send without a transaction or without a key", async () => {
+    await expect(jobs.send({ tx: undefined }, QUEUE, {}, { key: orderKey() })).rejects.toThrow(TypeError);
+    await expect(database.db.transaction((tx) => jobs.send({ tx }, QUEUE, {}, { key: "" }))).rejects.toThrow(
+      "needs a key",
+    );
+  });
+
+  it("works a job once, with its effect in the handler's transaction", async () => {
+    const orderId = nextOrder() + 100;
+    const { id } = await sendCommitted(orderKey(), orderId);
+    workers.push(
+      await jobs.work<{ orderId: number }>(QUEUE, { pollingIntervalSeconds: 0.5 }, async (job, tx) => {
+        await tx.execute(sql`insert into sent (order_id, attempt) values (${job.data.orderId}, 1)`);
+        return { mailed: job.data.orderId };
+      }),
+    );
+    await vi.waitFor(async () => expect(await stateOf(id)).toBe("completed"), { timeout: 10_000 });
+    expect(await sentFor(orderId)).toEqual([1]);
+    expect((await boss.getJobById(QUEUE, id, { includeArchive: true }))?.output).toEqual({ mailed: orderId });
+  });
+
+  it("retries a job whose handler threw with nothing of that attempt kept", async () => {
+    const orderId = nextOrder() + 200;
+    const { id } = await sendCommitted(orderKey(), orderId);
+    let attempt = 0;
+    workers.push(
+      await jobs.work<{ orderId: number }>(QUEUE, { pollingIntervalSeconds: 0.5 }, async (job, tx) => {
+        attempt += 1;
+        await tx.execute(sql`insert into sent (order_id, attempt) values (${job.data.orderId}, ${attempt})`);
+        if (attempt === 1) throw new Error("the mail server refused");
+      }),
+    );
+    await vi.waitFor(async () => expect(await stateOf(id)).toBe("completed"), { timeout: 10_000 });
+    expect(await sentFor(orderId)).toEqual([2]);
+  });
+
+  it("takes effect once for a job pg-boss runs again after it was done (sent again once the first was gone)", async () => {
+    const orderId = nextOrder() + 300;
+    const key = orderKey();
+    const { id } = await sendCommitted(key, orderId);
+    let runs = 0;
+    workers.push(
+      await jobs.work<{ orderId: number }>(QUEUE, { pollingIntervalSeconds: 0.5 }, async (job, tx) => {
+        runs += 1;
+        await tx.execute(sql`insert into sent (order_id, attempt) values (${job.data.orderId}, ${runs})`);
+      }),
+    );
+    await vi.waitFor(async () => expect(await stateOf(id)).toBe("completed"), { timeout: 10_000 });
+    // pg-boss forgets a job once it is archived and dropped: the same key is then a new job with the same id.
+    await boss.deleteJob(QUEUE, id);
+    expect(await sendCommitted(key, orderId)).toEqual({ id, sent: true });
+    await vi.waitFor(async () => expect(await stateOf(id)).toBe("completed"), { timeout: 10_000 });
+    expect(runs).toBe(1);
+    expect(await sentFor(orderId)).toEqual([1]);
+  });
+});

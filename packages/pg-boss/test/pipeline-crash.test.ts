@@ -1,0 +1,112 @@
+/**
+ * The whole confirmation pipeline through crashes of real processes: orders enqueue `order.placed` in their own
+ * transactions, relays publish the events as pg-boss jobs, workers handle them through processOnce, and the test
+ * SIGKILLs the processes while replacements start: after a job was sent and before its event was marked, inside a
+ * handler before its commit, after the commit and before pg-boss completed the job (each announced by the process),
+ * or at a random moment. Every order ends with exactly one confirmation: none lost, none twice.
+ */
+import { createOutbox } from "@idemkit/drizzle";
+import { openPostgres, type ScriptProcess, spawnScript } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import PgBoss from "pg-boss";
+import { afterAll, beforeAll, expect, inject, it, vi } from "vitest";
+
+const ORDERS = 40;
+const KILLS = 10;
+const MOMENTS = ["published", "handling", "completing"];
+
+let database: Awaited<ReturnType<typeof openPostgres>>;
+
+beforeAll(async () => {
+  database = await openPostgres(inject("postgresUrl"), { max: 4 });
+  await database.query("create table orders (id serial primary key)");
+  await database.query("create table confirmations (id serial primary key, order_id int not null)");
+  // The queue, with a job's run expiring after 2 s: a killed worker's job is retried then, not after 15 minutes.
+  const boss = new PgBoss({ connectionString: database.url, max: 1, schedule: false, supervise: false });
+  await boss.start();
+  await boss.createQueue("order-confirmation", {
+    name: "order-confirmation",
+    expireInSeconds: 2,
+    retryLimit: 50,
+    retryDelay: 0,
+  });
+  await boss.stop({ graceful: false, wait: true });
+});
+afterAll(() => database.close());
+
+it(`gives each of ${ORDERS} orders one confirmation while relays and workers are killed ${KILLS} times`, async () => {
+  const outbox = createOutbox();
+  const placeOrders = async (count: number) => {
+    for (let order = 0; order < count; order++) {
+      await database.db.transaction(async (tx) => {
+        const [row] = await tx.execute<{ id: number }>(sql`insert into orders default values returning id`);
+        const orderId = Number(row?.id);
+        await outbox.enqueue({ tx }, { topic: "order.placed", payload: { orderId }, key: `order.placed:${orderId}` });
+      });
+    }
+  };
+
+  /** A process of the pipeline, and the moment it announced holding at (its first). */
+  interface Running {
+    child: ScriptProcess;
+    holding: Promise<string>;
+  }
+  let started = 0;
+  const start = (holdAt = MOMENTS[started++ % MOMENTS.length]): Running => {
+    const child = spawnScript(new URL("./pipeline-child.ts", import.meta.url), {
+      DATABASE_URL: database.url,
+      HOLD_AT: String(holdAt),
+    });
+    const holding = child.next("HOLDING").then((where) => {
+      const moment = where.split(" ")[0] ?? where;
+      holds.push(moment);
+      return moment;
+    });
+    return { child, holding };
+  };
+  const running = new Set<Running>();
+  /** The moments processes were killed at (held there until the kill). */
+  const holds: string[] = [];
+
+  try {
+    // Orders keep arriving while processes die, so every moment has work to be caught in.
+    for (let kill = 0; kill < KILLS; kill++) {
+      await placeOrders(ORDERS / KILLS);
+      while (running.size < 2) running.add(start());
+      const candidates = [...running];
+      // Killed where it holds, or at a random moment of its run.
+      const atRandom = new Promise<Running>((resolve) =>
+        setTimeout(() => resolve(candidates[kill % candidates.length] as Running), 500 + Math.random() * 1_500),
+      );
+      const victim = await Promise.race([
+        ...candidates.map((candidate) => candidate.holding.then(() => candidate)),
+        atRandom,
+      ]);
+      running.delete(victim);
+      await victim.child.kill();
+    }
+    // The survivors may be holding for ever: they crash too, and one last process that does not hold finishes.
+    await Promise.all([...running].map(({ child }) => child.kill()));
+    running.clear();
+    running.add(start("nowhere"));
+    await vi.waitFor(
+      async () => {
+        const [row] = await database.query<{ confirmed: number }>(
+          "select count(distinct order_id)::int as confirmed from confirmations",
+        );
+        expect(row?.confirmed).toBe(ORDERS);
+      },
+      { timeout: 60_000, interval: 200 },
+    );
+  } finally {
+    await Promise.all([...running].map(({ child }) => child.kill()));
+  }
+
+  const perOrder = await database.query<{ order_id: number; confirmations: number }>(
+    "select o.id as order_id, count(c.id)::int as confirmations from orders o left join confirmations c on c.order_id = o.id group by o.id",
+  );
+  expect(perOrder.filter((row) => row.confirmations !== 1)).toEqual([]);
+  expect(perOrder).toHaveLength(ORDERS);
+  expect(new Set(holds)).toEqual(new Set(MOMENTS));
+  console.log(`pipeline crash test: ${KILLS} kills, ${holds.length} at an announced moment: ${holds.join(", ")}`);
+}, 120_000);
