@@ -12,6 +12,8 @@ export interface PlacedOrder {
   items: { sku: string; qty: number; priceCents: number }[];
   confirmedAt: Date | undefined;
   confirmationsSent: number;
+  note: string;
+  version: number;
 }
 
 export const PLACE_ORDER_PATH = "/api/trpc/checkout.placeOrder";

@@ -26,8 +26,11 @@ export class StaleVersionError extends Error {
 }
 
 export interface VersionedUpdate<TTable extends PgTable> {
-  /** Which row: the primary key condition, e.g. `eq(carts.id, input.id)`. */
-  where: SQL;
+  /**
+   * Which row: the primary key condition, e.g. `eq(carts.id, input.id)`, or `and(…)` with the owner's too (typed
+   * `SQL | undefined` by Drizzle; undefined is refused, never taken as every row).
+   */
+  where: SQL | undefined;
   /** The version column (an integer). */
   version: PgColumn;
   /** The version the client read, and so the one the write is based on. */
@@ -45,6 +48,7 @@ export async function updateIfVersion<TTable extends PgTable>(
   table: TTable,
   { where, version, expectedVersion, set }: VersionedUpdate<TTable>,
 ): Promise<number> {
+  if (where === undefined) throw new TypeError("updateIfVersion(): `where` must name the row to update.");
   const versionKey = Object.entries(getTableColumns(table)).find(([, column]) => column === version)?.[0];
   if (versionKey === undefined) throw new TypeError("updateIfVersion(): `version` is not a column of this table.");
   const changes = { ...set, [versionKey]: sql`${version} + 1` } as PgUpdateSetSource<TTable>;

@@ -2,9 +2,9 @@
  * Optimistic concurrency on each driver: an update based on the version it read goes through once; a second one
  * based on the same version is refused and writes nothing, and so is one for a row that is gone.
  */
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { integer, pgTable, serial, text } from "drizzle-orm/pg-core";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { StaleVersionError, updateIfVersion } from "../src/index.js";
 import { type Driver, notesDatabases } from "./notes-databases.js";
 
@@ -17,11 +17,14 @@ const carts = pgTable("carts", {
 });
 
 describe.each(["postgres.js", "node-postgres", "PGlite"] satisfies Driver[])("updateIfVersion on %s", (driver) => {
-  it("writes once per version read, and refuses a write based on a version that moved on", async () => {
-    const { db, query } = databases[driver];
-    await query(
+  beforeAll(() =>
+    databases[driver].query(
       "create table if not exists carts (id serial primary key, note text not null, version int not null default 1)",
-    );
+    ),
+  );
+
+  it("writes once per version read, and refuses a write based on a version that moved on", async () => {
+    const { db } = databases[driver];
     const [cart] = await db.insert(carts).values({ note: "tea" }).returning();
     const id = Number(cart?.id);
     const edit = (note: string, expectedVersion: number) =>
@@ -36,5 +39,14 @@ describe.each(["postgres.js", "node-postgres", "PGlite"] satisfies Driver[])("up
 
     await db.delete(carts).where(eq(carts.id, id));
     await expect(edit("gone", 2)).rejects.toThrow(StaleVersionError);
+  });
+
+  it("refuses a missing row condition instead of updating every row", async () => {
+    const { db, query } = databases[driver];
+    const before = await query("select id, note, version from carts order by id");
+    await expect(
+      updateIfVersion(db, carts, { where: and(), version: carts.version, expectedVersion: 1, set: { note: "all" } }),
+    ).rejects.toThrow("`where` must name the row to update");
+    expect(await query("select id, note, version from carts order by id")).toEqual(before);
   });
 });

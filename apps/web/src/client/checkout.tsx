@@ -7,6 +7,7 @@
 import { useIdempotentMutation } from "@idemkit/react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
+import { OrderNote } from "./order-note";
 import { useTRPC } from "./trpc";
 
 type Cart = Record<string, number>;
@@ -110,6 +111,7 @@ export function Checkout() {
               <span className="confirmation" data-confirmations={placed.confirmationsSent}>
                 {placed.confirmedAt ? "Confirmation sent" : "Confirmation on its way"}
               </span>
+              <OrderNote orderId={placed.orderId} note={placed.note} version={placed.version} />
             </li>
           ))}
         </ol>

@@ -2,11 +2,11 @@
  * The checkout API (DESIGN.md §4). `checkout.placeOrder` is protected by idemkit in atomic mode: the order, its
  * lines, the simulated payment and the stored result commit in one transaction, or none of them do.
  */
-import { drizzleStore } from "@idemkit/drizzle";
+import { drizzleStore, StaleVersionError, updateIfVersion } from "@idemkit/drizzle";
 import { idempotency, idempotencyErrorData } from "@idemkit/trpc";
 import { type AnyTRPCRouter, initTRPC, TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import { desc, eq, inArray } from "drizzle-orm";
+import { and, desc, eq, inArray } from "drizzle-orm";
 import superjson from "superjson";
 import { z } from "zod";
 import { ORDER_PLACED, type OrderPlaced, outbox } from "./confirmations";
@@ -50,6 +50,13 @@ export const placeOrderInput = z.object({
 });
 
 export type OrderItem = z.infer<typeof placeOrderInput>["items"][number];
+
+export const editNoteInput = z.object({
+  orderId: z.number().int().positive(),
+  /** The order's version the page showed when the edit began. */
+  version: z.number().int().positive(),
+  note: z.string().max(200),
+});
 
 /** Prices the cart; an unknown sku is the client's mistake (404), stored and replayed like any answer. */
 function priced(items: OrderItem[]) {
@@ -108,6 +115,30 @@ export function createRouter({ db, replayCacheSize }: RouterOptions) {
         return order;
       }),
 
+      /**
+       * Changes an order's delivery note, if the order is still as the page showed it: an edit begun before
+       * another tab saved its own is refused with 409 (not stored, so nothing is replayed), and the page says to
+       * reload. The conditional update and the stored answer commit together, like placeOrder.
+       */
+      editNote: idempotent.input(editNoteInput).mutation(async ({ ctx, input }) => {
+        try {
+          const version = await updateIfVersion(ctx.idempotency.tx, orders, {
+            where: and(eq(orders.id, input.orderId), eq(orders.userId, ctx.userId)),
+            version: orders.version,
+            expectedVersion: input.version,
+            set: { note: input.note },
+          });
+          return { orderId: input.orderId, note: input.note, version };
+        } catch (error) {
+          if (!(error instanceof StaleVersionError)) throw error;
+          throw new TRPCError({
+            code: "CONFLICT",
+            message: "This order was changed in another tab or window. Reload to see its note, then edit again.",
+            cause: error,
+          });
+        }
+      }),
+
       orders: withUser.query(async ({ ctx }) => {
         const list = await db
           .select()
@@ -140,6 +171,8 @@ export function createRouter({ db, replayCacheSize }: RouterOptions) {
             orderId: order.id,
             totalCents: order.totalCents,
             createdAt: order.createdAt,
+            note: order.note,
+            version: order.version,
             items: lines
               .filter((line) => line.orderId === order.id)
               .map(({ sku, qty, priceCents }) => ({ sku, qty, priceCents })),

@@ -13,6 +13,9 @@ export const orders = pgTable(
     userId: text("user_id").notNull(),
     totalCents: integer("total_cents").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    /** The customer's delivery note, editable after the order: versioned, so an edit made from a stale page is refused. */
+    note: text("note").notNull().default(""),
+    version: integer("version").notNull().default(1),
   },
   (table) => [index("orders_user_id_idx").on(table.userId, table.id)],
 );
