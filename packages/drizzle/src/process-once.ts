@@ -44,6 +44,9 @@ export async function processOnce<TDb extends AnyPgDatabase, T>(
   if (typeof consumer !== "string" || consumer.length === 0 || typeof eventId !== "string" || eventId.length === 0) {
     throw new TypeError("processOnce(): consumer and eventId must be non-empty strings.");
   }
+  if (!(Number.isFinite(lockTimeoutMs) && lockTimeoutMs >= 1)) {
+    throw new TypeError(`processOnce(): lockTimeoutMs must be a number of ms, 1 or more (got ${lockTimeoutMs}).`);
+  }
   const { MARK, CHECK } = statementsOf(table);
   return db.transaction(async (tx) => {
     const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;

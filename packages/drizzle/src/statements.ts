@@ -78,7 +78,7 @@ export async function purgeInBatches(
   }
 }
 
-/** What a library that brings its own SQL (pg-boss's `db` option, for one) runs it through. */
+/** What a library that brings its own SQL (the `db` option of pg-boss's `send`, for one) runs it through. */
 export interface SqlExecutor {
   executeSql(text: string, values?: unknown[]): Promise<{ rows: Row[] }>;
 }
@@ -87,8 +87,8 @@ export interface SqlExecutor {
  * Runs another library's SQL (positional `$1` parameters) in a Drizzle database or transaction, so what that library
  * writes commits or rolls back with the caller's own writes. Each text is prepared once per connection, under a name
  * made from its hash. Parameters are sent as node-postgres would send them, which such libraries are written for,
- * whatever driver the database is on: `undefined` as null (postgres.js would refuse it) and a plain object as its
- * JSON text (Drizzle's postgres.js session would pass it through unencoded).
+ * whatever driver the database is on: `undefined` as null (postgres.js would refuse it), a date as its ISO text and
+ * a plain object as its JSON text (Drizzle's postgres.js session would pass both through unencoded).
  */
 export function sqlExecutor(executor: Executor): SqlExecutor {
   return {
@@ -102,7 +102,8 @@ export function sqlExecutor(executor: Executor): SqlExecutor {
 function asNodePostgresSends(value: unknown): unknown {
   if (value === undefined) return null;
   if (typeof value !== "object" || value === null) return value;
-  if (Array.isArray(value) || value instanceof Date || ArrayBuffer.isView(value)) return value;
+  if (value instanceof Date) return value.toISOString();
+  if (Array.isArray(value) || ArrayBuffer.isView(value)) return value;
   return JSON.stringify(value);
 }
 

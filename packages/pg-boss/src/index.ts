@@ -5,5 +5,6 @@ export type {
   Jobs,
   JobsOptions,
   JobTarget,
+  SendResult,
 } from "./jobs.js";
 export { createJobs, jobIdFor } from "./jobs.js";

@@ -16,10 +16,21 @@ import {
 } from "@idemkit/drizzle";
 import type PgBoss from "pg-boss";
 
-/** Where a job is sent from: the protected procedure's `ctx.idempotency`, or any `{ tx }` of the app's own. */
-export interface JobTarget {
-  tx: unknown;
+/**
+ * Where a job is sent from: the protected procedure's `ctx.idempotency`, any `{ tx }` of the app's own, or
+ * `{ tx: db }` where no transaction is open (a relay's `publish`).
+ */
+export interface JobTarget<TDb extends AnyPgDatabase> {
+  tx: TransactionOf<TDb> | TDb;
 }
+
+/** What `send` did: created the job, or not, and why not. */
+export type SendResult =
+  | { id: string; sent: true }
+  /** A job with this key is in the queue (in `state`: it may have failed; pg-boss keeps it until it archives it). */
+  | { id: string; sent: false; reason: "exists"; state: string }
+  /** The queue's policy (short, singleton, stately) or a `singletonKey` refused it: no job was stored. */
+  | { id: string; sent: false; reason: "refused" };
 
 /** pg-boss's send options, with the job's business key in place of its id. */
 export type IdempotentSendOptions = Omit<PgBoss.SendOptions, "id" | "db"> & {
@@ -65,15 +76,15 @@ export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsO
   return {
     /**
      * Sends a job in `target`'s transaction: it is created once that transaction commits, and never if it rolls
-     * back. Resolves the job's id and whether this call created it (false: a job with this key is already in the
-     * queue). The queue must exist (`boss.createQueue`).
+     * back. Resolves the job's id and whether this call created it; when not, whether a job with this key is
+     * already in the queue, or the queue's policy refused it. The queue must exist (`boss.createQueue`).
      */
     async send<Data extends object>(
-      target: JobTarget,
+      target: JobTarget<TDb>,
       queue: string,
       data: Data,
       { key, ...options }: IdempotentSendOptions,
-    ): Promise<{ id: string; sent: boolean }> {
+    ): Promise<SendResult> {
       const { tx } = target;
       if (typeof tx !== "object" || tx === null) {
         throw new TypeError(
@@ -84,22 +95,22 @@ export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsO
       if (typeof key !== "string" || key.length === 0) {
         throw new TypeError(`jobs.send(): a ${queue} job needs a key, a non-empty string naming what it does.`);
       }
-      const executor = sqlExecutor(tx as AnyPgDatabase);
+      const executor = sqlExecutor(tx);
       const id = jobIdFor(queue, key);
       if ((await boss.send(queue, data, { ...options, id, db: executor })) !== null) return { id, sent: true };
-      // pg-boss answers null both for a job already there and for a queue that does not exist.
-      if (await boss.getJobById(queue, id, { db: executor, includeArchive: false })) return { id, sent: false };
+      // pg-boss answers null for a job already there, a queue that does not exist, and a policy's refusal.
+      const existing = await boss.getJobById(queue, id, { db: executor, includeArchive: false });
+      if (existing) return { id, sent: false, reason: "exists", state: existing.state };
       if (!(await boss.getQueue(queue))) {
         throw new Error(`jobs.send(): the queue ${queue} does not exist. Create it once with boss.createQueue().`);
       }
-      // The queue's policy (short, singleton, stately) refused a job with this singletonKey: nothing was stored.
-      return { id, sent: false };
+      return { id, sent: false, reason: "refused" };
     },
 
     /**
      * Works `queue` with `handler`, each job through `processOnce` (the consumer, the job's id): a job pg-boss
-     * delivers again after it was done completes without running. A throw fails the job for pg-boss to retry, with
-     * nothing kept. Resolves pg-boss's worker id (for `boss.offWork`).
+     * delivers again after it was done completes without running. A throw fails that job (and no other of its
+     * batch) for pg-boss to retry, with nothing of its run kept. Resolves pg-boss's worker id (for `boss.offWork`).
      */
     work<Data = object, Result = unknown>(
       queue: string,
@@ -108,17 +119,23 @@ export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsO
     ): Promise<string> {
       return boss.work<Data>(queue, options, async (jobs) => {
         let result: Result | undefined;
-        // A batch fails as a whole in pg-boss: the jobs done before a failing one are retried with it, and skipped.
         for (const job of jobs) {
           // pg-boss stops waiting for a run at its expiry and lets the job be taken again: a run stuck behind
           // another run of the same job (hung, or not yet known dead) stops waiting then too.
           const lockTimeoutMs = job.expireInSeconds * 1_000;
-          const outcome = await processOnce(
-            { db, consumer, eventId: job.id, lockTimeoutMs, ...(table && { table }) },
-            (tx) => handler(job, tx),
-          );
-          result = outcome.processed ? outcome.value : undefined;
+          try {
+            const outcome = await processOnce(
+              { db, consumer, eventId: job.id, lockTimeoutMs, ...(table && { table }) },
+              (tx) => handler(job, tx),
+            );
+            result = outcome.processed ? outcome.value : undefined;
+          } catch (error) {
+            // pg-boss fails a whole batch when its callback throws, the jobs done with it and those not yet run:
+            // this job alone fails here, and pg-boss then completes only the jobs still active.
+            await boss.fail(queue, job.id, error as object);
+          }
         }
+        // pg-boss keeps a callback's result as the job's output only for a batch of one.
         return result;
       });
     },

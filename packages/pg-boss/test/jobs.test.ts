@@ -2,7 +2,7 @@
  * Idempotent pg-boss jobs against a real PostgreSQL and a real pg-boss worker: a job exists if and only if the
  * transaction that sent it committed, the same key is one job, and a job pg-boss runs again takes effect once.
  */
-import { openNodePostgres, openPostgres } from "@idemkit/testkit";
+import { gate, openNodePostgres, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import PgBoss from "pg-boss";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from "vitest";
@@ -44,6 +44,13 @@ describe.each([
       (row) => row.attempt,
     );
   const stateOf = async (id: string) => (await boss.getJobById(QUEUE, id, { includeArchive: true }))?.state;
+  /** How many sessions of this test's database are waiting for a lock. */
+  const blockedOnLocks = async () => {
+    const [row] = await database.query<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+    );
+    return row?.n;
+  };
   const nextOrder = (() => {
     let orderId = 0;
     return () => ++orderId;
@@ -73,15 +80,38 @@ describe.each([
 
   it("stores one job for a key sent again, also from two transactions at once", async () => {
     const key = orderKey();
-    const [first, second] = await Promise.all([sendCommitted(key, 3), sendCommitted(key, 3)]);
-    expect([first.sent, second.sent].sort()).toEqual([false, true]);
-    expect(first.id).toBe(second.id);
-    expect(await sendCommitted(key, 3)).toEqual({ id: first.id, sent: false });
+    // The first transaction holds its job uncommitted until the second one's insert waits on it.
+    const { opened: sentFirst, open: markSentFirst } = gate();
+    const { opened: secondWaits, open: letFirstCommit } = gate();
+    const first = database.db.transaction(async (tx) => {
+      const result = await jobs.send({ tx }, QUEUE, { orderId: 3 }, { key });
+      markSentFirst();
+      await secondWaits;
+      return result;
+    });
+    await sentFirst;
+    const second = sendCommitted(key, 3);
+    await vi.waitFor(async () => expect(await blockedOnLocks()).toBe(1));
+    letFirstCommit();
+    const id = jobIdFor(QUEUE, key);
+    expect(await first).toEqual({ id, sent: true });
+    expect(await second).toEqual({ id, sent: false, reason: "exists", state: "created" });
+    expect(await sendCommitted(key, 3)).toEqual({ id, sent: false, reason: "exists", state: "created" });
     const [row] = await database.query<{ count: number }>(
       "select count(*)::int as count from pgboss.job where name = $1 and data->>'orderId' = '3'",
       [QUEUE],
     );
     expect(row?.count).toBe(1);
+  });
+
+  it("says when the queue's policy refused a job, which is then not stored", async () => {
+    // A short queue holds one queued job at a time (per singletonKey).
+    await boss.createQueue("digest", { name: "digest", policy: "short" });
+    const first = await database.db.transaction((tx) => jobs.send({ tx }, "digest", {}, { key: orderKey() }));
+    const second = await database.db.transaction((tx) => jobs.send({ tx }, "digest", {}, { key: orderKey() }));
+    expect(first).toMatchObject({ sent: true });
+    expect(second).toEqual({ id: second.id, sent: false, reason: "refused" });
+    expect(await boss.getJobById("digest", second.id, { includeArchive: true })).toBeNull();
   });
 
   it("refuses a send to a queue that does not exist, naming it", async () => {
@@ -91,7 +121,8 @@ describe.each([
   });
 
   it("refuses a send without a transaction or without a key", async () => {
-    await expect(jobs.send({ tx: undefined }, QUEUE, {}, { key: orderKey() })).rejects.toThrow(TypeError);
+    // Lease mode's ctx.idempotency, whose tx is undefined: refused by the types, and at run time.
+    await expect(jobs.send({ tx: undefined as never }, QUEUE, {}, { key: orderKey() })).rejects.toThrow(TypeError);
     await expect(database.db.transaction((tx) => jobs.send({ tx }, QUEUE, {}, { key: "" }))).rejects.toThrow(
       "needs a key",
     );
@@ -126,21 +157,51 @@ describe.each([
     expect(await sentFor(orderId)).toEqual([2]);
   });
 
+  it("fails only the job that threw in a batch: the others take effect and complete, the failed one is retried", async () => {
+    const first = nextOrder() + 400;
+    const orderIds = [first, first + 1, first + 2, first + 3];
+    const sent = await Promise.all(orderIds.map((orderId) => sendCommitted(orderKey(), orderId)));
+    const throwing = orderIds[1];
+    let thrown = false;
+    workers.push(
+      await jobs.work<{ orderId: number }>(QUEUE, { batchSize: 4, pollingIntervalSeconds: 0.5 }, async (job, tx) => {
+        await tx.execute(sql`insert into sent (order_id, attempt) values (${job.data.orderId}, 1)`);
+        if (job.data.orderId === throwing && !thrown) {
+          thrown = true;
+          throw new Error("the mail server refused this one");
+        }
+      }),
+    );
+    await vi.waitFor(
+      async () => expect(await Promise.all(sent.map(({ id }) => stateOf(id)))).toEqual(sent.map(() => "completed")),
+      { timeout: 10_000 },
+    );
+    expect(thrown).toBe(true);
+    expect(await Promise.all(orderIds.map(sentFor))).toEqual(orderIds.map(() => [1]));
+    const retries = await database.query<{ id: string; retry_count: number }>(
+      "select id, retry_count from pgboss.job where id = any($1::uuid[])",
+      [sent.map(({ id }) => id)],
+    );
+    const retriesOf = new Map(retries.map((row) => [row.id, row.retry_count]));
+    expect(sent.map(({ id }) => retriesOf.get(id))).toEqual([0, 1, 0, 0]);
+  });
+
   it("takes effect once for a job pg-boss runs again after it was done (sent again once the first was gone)", async () => {
     const orderId = nextOrder() + 300;
     const key = orderKey();
     const { id } = await sendCommitted(key, orderId);
     let runs = 0;
-    workers.push(
-      await jobs.work<{ orderId: number }>(QUEUE, { pollingIntervalSeconds: 0.5 }, async (job, tx) => {
-        runs += 1;
-        await tx.execute(sql`insert into sent (order_id, attempt) values (${job.data.orderId}, ${runs})`);
-      }),
-    );
+    const worker = await jobs.work<{ orderId: number }>(QUEUE, { pollingIntervalSeconds: 0.5 }, async (job, tx) => {
+      if (job.data.orderId !== orderId) return;
+      runs += 1;
+      await tx.execute(sql`insert into sent (order_id, attempt) values (${job.data.orderId}, ${runs})`);
+    });
+    workers.push(worker);
     await vi.waitFor(async () => expect(await stateOf(id)).toBe("completed"), { timeout: 10_000 });
     // pg-boss forgets a job once it is archived and dropped: the same key is then a new job with the same id.
     await boss.deleteJob(QUEUE, id);
     expect(await sendCommitted(key, orderId)).toEqual({ id, sent: true });
+    boss.notifyWorker(worker);
     await vi.waitFor(async () => expect(await stateOf(id)).toBe("completed"), { timeout: 10_000 });
     expect(runs).toBe(1);
     expect(await sentFor(orderId)).toEqual([1]);
