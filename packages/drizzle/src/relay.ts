@@ -92,8 +92,12 @@ export function createRelay({
     }
   };
 
-  /** Publishes one claimed event within `publishTimeoutMs`, then marks it published, or failed for a retry. */
-  async function publishOne(row: Row, batch: RelayBatch): Promise<void> {
+  /**
+   * Publishes one claimed event within `publishTimeoutMs`, then marks it published, or failed for a retry. Resolves
+   * once publish has settled, with the mark still on its way (`marked`): the next event is published while the
+   * database commits this one's mark, so a batch's marks commit together instead of one fsync after another.
+   */
+  async function publishOne(row: Row, batch: RelayBatch): Promise<{ marked: Promise<void> }> {
     const claimed = { id: Number(row.id), attempt: Number(row.attempts) };
     let event: PublishedEvent | undefined;
     const timeout = new AbortController();
@@ -112,32 +116,30 @@ export function createRelay({
     } catch (error) {
       const delayMs = retryDelayMs(claimed.attempt);
       const retryAt = elapsed() + delayMs;
-      const [marked] = await run(db, statements.FAILED, [
-        claimed.id,
-        claimed.attempt,
-        databaseNow(),
-        maxAttempts,
-        describe(error),
-        delayMs,
-      ]);
       // An event whose payload did not parse is reported without it.
       const reported = event ?? toPublishedEvent(row, false);
-      if (!marked) report({ type: "lease_lost", event: reported });
-      else if (marked.state === "dead") {
-        batch.dead++;
-        report({ type: "dead", event: reported, error });
-      } else {
-        batch.failed++;
-        report({ type: "failed", event: reported, error, retryAt });
-      }
-      return;
+      const params = [claimed.id, claimed.attempt, databaseNow(), maxAttempts, describe(error), delayMs];
+      const marked = run(db, statements.FAILED, params).then(([mark]) => {
+        if (!mark) report({ type: "lease_lost", event: reported });
+        else if (mark.state === "dead") {
+          batch.dead++;
+          report({ type: "dead", event: reported, error });
+        } else {
+          batch.failed++;
+          report({ type: "failed", event: reported, error, retryAt });
+        }
+      });
+      return { marked };
     } finally {
       clearTimeout(timer);
     }
-    const [marked] = await run(db, statements.PUBLISHED, [claimed.id, claimed.attempt, databaseNow()]);
-    batch.published++;
-    // Published all the same; another relay took it over after this one's lease ended, and will publish it again.
-    report(marked ? { type: "published", event } : { type: "lease_lost", event });
+    const published = event;
+    const marked = run(db, statements.PUBLISHED, [claimed.id, claimed.attempt, databaseNow()]).then(([mark]) => {
+      batch.published++;
+      // Published all the same; another relay took it over after this one's lease ended, and will publish it again.
+      report(mark ? { type: "published", event: published } : { type: "lease_lost", event: published });
+    });
+    return { marked };
   }
 
   /**
@@ -155,11 +157,21 @@ export function createRelay({
     const rows = await run(db, statements.CLAIM, [databaseNow(), batchSize, leaseMs, maxAttempts]);
     // RETURNING has no order of its own.
     rows.sort((a, b) => Number(a.id) - Number(b.id));
+    const marks: Array<Promise<void>> = [];
+    let markFailed = false;
     for (const row of rows) {
-      // The rest stay leased to this relay until the lease ends, then any relay takes them.
-      if (elapsed() + publishTimeoutMs > claimedAt + leaseMs) break;
-      await publishOne(row, batch);
+      // The rest stay leased to this relay until the lease ends, then any relay takes them. So do they once a
+      // mark has failed: the database is away, and what is published now would be published again.
+      if (markFailed || elapsed() + publishTimeoutMs > claimedAt + leaseMs) break;
+      const { marked } = await publishOne(row, batch);
+      marks.push(marked);
+      marked.catch(() => {
+        markFailed = true;
+      });
     }
+    // Every mark sent is waited for, also when one failed: the batch ends with nothing of it still in flight.
+    const failed = (await Promise.allSettled(marks)).find((outcome) => outcome.status === "rejected");
+    if (failed) throw failed.reason;
     return batch;
   }
 
