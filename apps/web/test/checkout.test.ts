@@ -79,6 +79,8 @@ it("places an order once per key and replays it to the retry", async () => {
       // Nothing sends confirmations in this test until it runs a relay (below).
       confirmedAt: undefined,
       confirmationsSent: 0,
+      note: "",
+      version: 1,
     },
   ]);
   const lines = await database.db.select().from(orderLines).where(eq(orderLines.orderId, first.orderId));
