@@ -5,7 +5,7 @@
  * in the database: what a user relies on is how many orders exist, not what the hook says.
  */
 import { fingerprint } from "@idemkit/core/internal";
-import { type UseIdempotentMutationOptions, useIdempotentMutation } from "@idemkit/react";
+import { ActionInFlightError, type UseIdempotentMutationOptions, useIdempotentMutation } from "@idemkit/react";
 import { createDatabase, type FaultProxy, serveFetch, startFaultProxy } from "@idemkit/testkit";
 import { idempotencyLink } from "@idemkit/trpc/client";
 import { onlineManager, QueryClient, QueryClientProvider } from "@tanstack/react-query";
@@ -125,16 +125,19 @@ describe("one user action, one key", () => {
     });
   });
 
-  it("joins the action in flight when mutateAsync is called again before a re-render", async () => {
+  it("joins the action in flight when mutateAsync is called again before a re-render, and refuses another input", async () => {
     const { result } = render();
     let first: Promise<unknown> | undefined;
-    let second: Promise<unknown> | undefined;
+    let again: Promise<unknown> | undefined;
+    let other: Promise<unknown> | undefined;
     await act(async () => {
       first = result.current.mutateAsync(tea);
-      second = result.current.mutateAsync(mugs);
+      again = result.current.mutateAsync({ items: [{ sku: "tea", qty: 1 }] });
+      other = result.current.mutateAsync(mugs).catch((error: unknown) => error);
       await first;
     });
-    expect(second).toBe(first);
+    expect(again).toBe(first);
+    expect(await other).toBeInstanceOf(ActionInFlightError);
     expect(posts()).toHaveLength(1);
     expect(await ordersOfUser()).toBe(1);
   });

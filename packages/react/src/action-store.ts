@@ -10,10 +10,14 @@ export interface KeyStorage {
   removeItem(name: string): void;
 }
 
-/** One user action: the key minted when it started and the fingerprint of the input it was started with. */
+/**
+ * One user action: the key minted when it started, the fingerprint of the input it was started with, and whether
+ * the server refused it for good (a stored 4xx): pressing again with that input is then a new attempt, with a new key.
+ */
 export interface Action {
   key: string;
   fingerprint: string;
+  refused?: true;
 }
 
 export interface ActionStore {
@@ -32,22 +36,26 @@ export function defaultStorage(): KeyStorage | undefined {
 }
 
 /**
- * An action store over `storage`, falling back to memory when there is none or it refuses to write (quota,
- * privacy mode): losing the reload-survival is better than losing the key.
+ * An action store over `storage`, falling back to `memory` when there is none or it refuses to write (quota,
+ * privacy mode): losing the reload-survival is better than losing the key. `memory` is the caller's (a component's
+ * ref), so a store made again for the same component keeps what the last one held.
  */
-export function actionStore(storage: KeyStorage | undefined, name: string): ActionStore {
-  let memory: Action | undefined;
+export function actionStore(
+  storage: KeyStorage | undefined,
+  name: string,
+  memory: { current: Action | undefined } = { current: undefined },
+): ActionStore {
   return {
     read() {
       const stored = safely(() => storage?.getItem(name));
-      return (stored ? parseAction(stored) : undefined) ?? memory;
+      return (stored ? parseAction(stored) : undefined) ?? memory.current;
     },
     write(action) {
-      memory = action;
+      memory.current = action;
       safely(() => storage?.setItem(name, JSON.stringify(action)));
     },
     clear() {
-      memory = undefined;
+      memory.current = undefined;
       safely(() => storage?.removeItem(name));
     },
   };
@@ -57,8 +65,9 @@ function parseAction(text: string): Action | undefined {
   try {
     const value: unknown = JSON.parse(text);
     if (typeof value !== "object" || value === null) return undefined;
-    const { key, fingerprint } = value as Record<string, unknown>;
-    return typeof key === "string" && typeof fingerprint === "string" ? { key, fingerprint } : undefined;
+    const { key, fingerprint, refused } = value as Record<string, unknown>;
+    if (typeof key !== "string" || typeof fingerprint !== "string") return undefined;
+    return refused === true ? { key, fingerprint, refused } : { key, fingerprint };
   } catch {
     return undefined;
   }

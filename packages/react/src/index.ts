@@ -4,4 +4,4 @@ export type {
   UseIdempotentMutationOptions,
   UseIdempotentMutationResult,
 } from "./use-idempotent-mutation.js";
-export { useIdempotentMutation } from "./use-idempotent-mutation.js";
+export { ActionInFlightError, useIdempotentMutation } from "./use-idempotent-mutation.js";

@@ -2,7 +2,7 @@
  * `useIdempotentMutation`: TanStack Query's `useMutation` for a tRPC procedure, with one `Idempotency-Key` per
  * user action. The key is minted when the action starts and reused for every retry, every extra click and, through
  * sessionStorage, after a reload, so the server runs the action once however often it is sent. A new key comes
- * only with a new action: another input, or `reset()`.
+ * only with a new action: another input, `reset()`, or pressing again after the server refused the action for good.
  *
  * Retrying is the link's job (`idempotencyLink` from `@idemkit/trpc/client`, which must be in the client's links);
  * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, paused while offline.
@@ -75,6 +75,25 @@ export type UseIdempotentMutationResult<TDef extends ResolverDef> =
       : never
     : never;
 
+/**
+ * Thrown by `mutateAsync` for another input while an action is in flight: a form sends one action at a time, and
+ * joining the one in flight would drop the new input without a word. Wait for it (`isPending`), or `reset()` first.
+ */
+export class ActionInFlightError extends Error {
+  override readonly name = "ActionInFlightError";
+  constructor() {
+    super("An action with another input is in flight: wait for it to settle, or reset() to abandon it first.");
+  }
+}
+
+/** The action in flight: its promise, the input it was for, and how to stop its retries. */
+interface Running<TOutput> {
+  action: Action;
+  fingerprint: string | undefined;
+  promise: Promise<TOutput>;
+  abort: AbortController;
+}
+
 interface Progress {
   attempt: number;
   nextRetryAt: number | undefined;
@@ -97,15 +116,17 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
 ): UseIdempotentMutationResult<TDef> {
   const { storage, storageKey, ...mutationOptions } = options;
   const name = storageKey ?? `idemkit:${procedure.mutationKey().flat().join(".")}`;
+  // The in-memory fallback lives in a ref: React may drop a memoized store, and the key must not go with it.
+  const memory = useRef<Action | undefined>(undefined);
   const store = useMemo(
-    () => actionStore(storage === "memory" ? undefined : (storage ?? defaultStorage()), name),
+    () => actionStore(storage === "memory" ? undefined : (storage ?? defaultStorage()), name, memory),
     [storage, name],
   );
 
   const [key, setKey] = useState<string | undefined>(undefined);
   const [progress, setProgress] = useState<Progress>(IDLE);
   const action = useRef<Action | undefined>(undefined);
-  const inFlight = useRef<Promise<TDef["output"]> | undefined>(undefined);
+  const running = useRef<Running<TDef["output"]> | undefined>(undefined);
 
   // Read after mount, not during render: the server renders without storage, and the markup must match.
   useEffect(() => {
@@ -113,16 +134,21 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     setKey(action.current?.key);
   }, [store]);
 
-  const onProgress = useCallback((event: IdempotencyProgress) => {
-    setProgress((current) => nextProgress(current, event));
-  }, []);
-
   const base = procedure.mutationOptions(mutationOptions);
   const mutation = useMutation({
     ...base,
     // Reads the action at call time: a mutation paused while offline starts later, still with its action's key.
     mutationFn: (input: TDef["input"], context) => {
-      const call = action.current ? { key: action.current.key, onProgress } : { onProgress };
+      const current = running.current;
+      // Progress of an action abandoned by reset() is its own: it never shows on the next action.
+      const onProgress = (event: IdempotencyProgress) => {
+        if (running.current === current) setProgress((state) => nextProgress(state, event));
+      };
+      const call = current
+        ? { key: current.action.key, onProgress, signal: current.abort.signal }
+        : action.current
+          ? { key: action.current.key, onProgress }
+          : { onProgress };
       const trpc = {
         ...mutationOptions.trpc,
         context: { ...mutationOptions.trpc?.context, ...idempotencyContext(call) },
@@ -136,23 +162,43 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
 
   const mutateAsync = useCallback(
     (input: TDef["input"], callOptions?: MutateOptions<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>) => {
-      if (inFlight.current) return inFlight.current;
       const inputFingerprint = actionFingerprint(input);
+      if (running.current) {
+        const joins = inputFingerprint !== undefined && running.current.fingerprint === inputFingerprint;
+        return joins ? running.current.promise : Promise.reject(new ActionInFlightError());
+      }
       const stored = store.read();
-      const current =
-        inputFingerprint !== undefined && stored?.fingerprint === inputFingerprint
+      const current: Action =
+        inputFingerprint !== undefined && stored?.fingerprint === inputFingerprint && !stored.refused
           ? stored
           : { key: newIdempotencyKey(), fingerprint: inputFingerprint ?? "" };
       store.write(current);
       action.current = current;
       setKey(current.key);
       setProgress(IDLE);
+      // In place before the mutation starts, so its mutationFn finds this run's key and signal.
+      const thisRun = { action: current, fingerprint: inputFingerprint, abort: new AbortController() } as Running<
+        TDef["output"]
+      >;
+      running.current = thisRun;
       const started = callOptions ? startMutation(input, callOptions) : startMutation(input);
-      const running = started.finally(() => {
-        inFlight.current = undefined;
-      });
-      inFlight.current = running;
-      return running;
+      thisRun.promise = started.then(
+        (output) => output,
+        (error: unknown) => {
+          // Refused for good (a stored 4xx, invalid input): pressing again is a new attempt, not its replay.
+          if (action.current === current && !isRetryableError(error)) {
+            action.current = { ...current, refused: true };
+            store.write(action.current);
+          }
+          throw error;
+        },
+      );
+      // Only this run's own end clears the guard: a run abandoned by reset() settles after the next one started.
+      const clear = () => {
+        if (running.current === thisRun) running.current = undefined;
+      };
+      thisRun.promise.then(clear, clear);
+      return thisRun.promise;
     },
     [store, startMutation],
   );
@@ -166,9 +212,11 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   );
 
   const reset = useCallback(() => {
+    // The abandoned action stops retrying; a request already on the wire may still land, and replays if re-sent.
+    running.current?.abort.abort();
+    running.current = undefined;
     store.clear();
     action.current = undefined;
-    inFlight.current = undefined;
     setKey(undefined);
     setProgress(IDLE);
     resetMutation();

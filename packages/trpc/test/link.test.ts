@@ -243,14 +243,22 @@ describe("retries", () => {
     expect(executions.get("placeOrder")).toBeUndefined();
   });
 
-  it("stops waiting at once when the caller aborts, and sends nothing more", async () => {
+  it.each([
+    ["the operation's signal", "operation"],
+    ["the call's signal in idempotencyContext (what the hook's reset() aborts)", "call"],
+  ] as const)("stops waiting at once when the caller aborts through %s, and sends nothing more", async (_, through) => {
     const { client, proxy } = await start({}, { baseDelayMs: 30_000, maxDelayMs: 30_000 });
     proxy.inject({ kind: "answer", status: 503, headers: { "retry-after": "30" } });
     const controller = new AbortController();
-    const { progress, context } = recorder();
+    const progress: IdempotencyProgress[] = [];
+    const onProgress = (event: IdempotencyProgress) => progress.push(event);
+    const context = idempotencyContext(through === "call" ? { onProgress, signal: controller.signal } : { onProgress });
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
     try {
-      const sending = client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context, signal: controller.signal });
+      const sending = client.placeOrder.mutate(
+        { sku: "tea", qty: 1 },
+        through === "operation" ? { context, signal: controller.signal } : { context },
+      );
       // Settles on the abort alone: no timer is stepped before it.
       const settled = sending.catch((error: unknown) => error);
       await expect.poll(() => progress.some((event) => event.type === "retry"), { interval: 0 }).toBe(true);

@@ -53,6 +53,11 @@ export interface IdempotencyCall {
   key?: string;
   /** Called as the mutation goes: each request, each scheduled retry, offline pauses, the outcome. */
   onProgress?: (progress: IdempotencyProgress) => void;
+  /**
+   * Stops the mutation's retries and waits when it aborts, like the operation's own signal (which TanStack Query's
+   * mutations do not pass): the hook aborts an action the user abandoned with `reset()`.
+   */
+  signal?: AbortSignal;
 }
 
 /** What the link adds to a successful result's context: read it from a later link or from `onProgress`. */
@@ -102,10 +107,15 @@ export function idempotencyLink<TRouter extends AnyTRPCRouter>(
       if (op.type !== "mutation") return next(op);
       return observable((observer) => {
         const stop = new AbortController();
-        const abortFromCaller = () => stop.abort(op.signal?.reason);
-        op.signal?.addEventListener("abort", abortFromCaller, { once: true });
+        const call = callOf(op);
+        const callers = [op.signal, call.signal].filter((signal): signal is AbortSignal => signal != null);
+        const abortFromCaller = (event: Event) => stop.abort((event.target as AbortSignal).reason);
+        for (const signal of callers) {
+          if (signal.aborted) stop.abort(signal.reason);
+          signal.addEventListener("abort", abortFromCaller, { once: true });
+        }
         const send = (key: string) => sendOnce(http, runtime, op, key, stop.signal);
-        mutateWithRetries(callOf(op), op.path, policy, send, stop.signal).then(
+        mutateWithRetries(call, op.path, policy, send, stop.signal).then(
           (envelope) => {
             observer.next(envelope);
             observer.complete();
@@ -113,7 +123,7 @@ export function idempotencyLink<TRouter extends AnyTRPCRouter>(
           (error: unknown) => observer.error(toClientError(error)),
         );
         return () => {
-          op.signal?.removeEventListener("abort", abortFromCaller);
+          for (const signal of callers) signal.removeEventListener("abort", abortFromCaller);
           stop.abort();
         };
       });

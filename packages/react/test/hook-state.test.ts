@@ -1,0 +1,283 @@
+// @vitest-environment jsdom
+/**
+ * The hook's state machine, on fake timers: the real idempotencyLink and tRPC client, with `fetch` answered by the
+ * test, request by request, so each race is staged exactly (an answer arriving after reset(), a retry scheduled for
+ * an abandoned action). What the server does with the requests is tested against a real one in apps/web/test.
+ */
+import { idempotencyLink } from "@idemkit/trpc/client";
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { act, cleanup, renderHook } from "@testing-library/react";
+import { createTRPCClient } from "@trpc/client";
+import { initTRPC } from "@trpc/server";
+import { createTRPCContext } from "@trpc/tanstack-react-query";
+import { createElement, type ReactNode, StrictMode } from "react";
+import { renderToString } from "react-dom/server";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { ActionInFlightError, type KeyStorage, useIdempotentMutation } from "../src/index.js";
+
+const t = initTRPC.create();
+const router = t.router({
+  placeOrder: t.procedure
+    .input((input) => input as { items: string[] })
+    .mutation(({ input }) => ({ orderId: input.items.length })),
+});
+type Router = typeof router;
+const { TRPCProvider, useTRPC } = createTRPCContext<Router>();
+
+/** A request the link sent, waiting for the test to answer it. */
+interface Sent {
+  key: string | null;
+  answer(status: number, body: unknown, headers?: Record<string, string>): void;
+  drop(): void;
+}
+let sent: Sent[];
+
+const fakeFetch = (_url: unknown, init?: { headers?: unknown }) =>
+  new Promise<Response>((resolve, reject) => {
+    const headers = new Headers(init?.headers as HeadersInit | undefined);
+    sent.push({
+      key: headers.get("idempotency-key"),
+      answer: (status, body, extra = {}) =>
+        resolve(
+          new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...extra } }),
+        ),
+      drop: () => reject(new TypeError("Failed to fetch")),
+    });
+  });
+
+const placed = (orderId: number) => ({ result: { data: { orderId } } });
+const refused = (httpStatus: number, message: string) => ({
+  error: { message, code: -32600, data: { code: "FORBIDDEN", httpStatus, idempotency: { retryable: false } } },
+});
+const busy = { error: { message: "busy", code: -32603, data: { code: "INTERNAL_SERVER_ERROR", httpStatus: 503 } } };
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date"] });
+  sent = [];
+  sessionStorage.clear();
+});
+afterEach(() => {
+  cleanup();
+  vi.useRealTimers();
+});
+
+interface RenderOptions {
+  storage?: KeyStorage | "memory" | (() => KeyStorage);
+  strict?: boolean;
+}
+
+function render({ storage, strict = false }: RenderOptions = {}) {
+  const queryClient = new QueryClient();
+  const trpcClient = createTRPCClient<Router>({
+    links: [idempotencyLink<Router>({ url: "http://shop.test/trpc", fetch: fakeFetch, retry: { maxAttempts: 3 } })],
+  });
+  const wrapper = ({ children }: { children: ReactNode }) => {
+    const tree = createElement(
+      QueryClientProvider,
+      { client: queryClient },
+      createElement(TRPCProvider, { trpcClient, queryClient, children }),
+    );
+    return strict ? createElement(StrictMode, null, tree) : tree;
+  };
+  return renderHook(
+    () =>
+      useIdempotentMutation(useTRPC().placeOrder, {
+        ...(storage !== undefined && { storage: typeof storage === "function" ? storage() : storage }),
+      }),
+    { wrapper },
+  );
+}
+
+/** Lets promises, React and TanStack Query's zero-delay notifications settle, without moving the clock. */
+const settle = () => act(() => vi.advanceTimersByTimeAsync(0));
+
+const tea = { items: ["tea"] };
+const mugs = { items: ["mug", "mug"] };
+
+describe("an action abandoned by reset()", () => {
+  it("does not clear the next action's in-flight guard when it settles: a double click still sends once", async () => {
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    act(() => result.current.reset());
+    act(() => result.current.mutate(tea));
+    await settle();
+    expect(sent).toHaveLength(2);
+
+    sent[0]?.answer(200, placed(1));
+    await settle();
+    act(() => {
+      result.current.mutate(tea);
+      result.current.mutate(tea);
+    });
+    await settle();
+    expect(sent).toHaveLength(2);
+  });
+
+  it("neither retries nor reports into the next action", async () => {
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    const abandonedKey = sent[0]?.key;
+    sent[0]?.drop();
+    await settle(); // the link schedules a retry of the abandoned action
+    act(() => result.current.reset());
+    act(() => result.current.mutate(mugs));
+    await settle();
+    expect(result.current).toMatchObject({ attempt: 1, nextRetryAt: undefined });
+
+    await act(() => vi.advanceTimersByTimeAsync(60_000));
+    expect(sent.map((request) => request.key).filter((key) => key === abandonedKey)).toHaveLength(1);
+    expect(result.current).toMatchObject({ attempt: 1, nextRetryAt: undefined, replayed: false });
+  });
+
+  it("does not mark the next action replayed when its own answer was a replay", async () => {
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    act(() => result.current.reset());
+    act(() => result.current.mutate(mugs));
+    await settle();
+    sent[0]?.answer(200, placed(1), { "idempotent-replayed": "true" });
+    await settle();
+    expect(result.current.replayed).toBe(false);
+    sent[1]?.answer(200, placed(2));
+    await settle();
+    expect(result.current).toMatchObject({ isSuccess: true, replayed: false, data: { orderId: 2 } });
+  });
+});
+
+describe("the key's life", () => {
+  it("after a refusal (a stored 4xx), pressing again with the same input is a new attempt with a new key", async () => {
+    const first = render();
+    act(() => first.result.current.mutate(tea));
+    await settle();
+    sent[0]?.answer(403, refused(403, "Your card was declined"));
+    await settle();
+    expect(first.result.current).toMatchObject({ isError: true, retryable: false });
+
+    act(() => first.result.current.mutate(tea));
+    await settle();
+    expect(sent[1]?.key).not.toBe(sent[0]?.key);
+    sent[1]?.answer(403, refused(403, "Your card was declined"));
+    await settle();
+
+    // Also after a reload: the refusal is remembered with the action.
+    first.unmount();
+    const reloaded = render();
+    await settle();
+    act(() => reloaded.result.current.mutate(tea));
+    await settle();
+    expect(new Set(sent.map((request) => request.key)).size).toBe(3);
+  });
+
+  it("after a success, the same input keeps its key (and the server replays it)", async () => {
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    sent[0]?.answer(200, placed(1));
+    await settle();
+    act(() => result.current.mutate(tea));
+    await settle();
+    expect(sent[1]?.key).toBe(sent[0]?.key);
+  });
+
+  it("after a failure that can still succeed, the same input keeps its key", async () => {
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      sent[attempt]?.drop();
+      await act(() => vi.advanceTimersByTimeAsync(60_000));
+    }
+    expect(result.current).toMatchObject({ isError: true, retryable: true });
+    act(() => result.current.mutate(tea));
+    await settle();
+    expect(new Set(sent.map((request) => request.key)).size).toBe(1);
+  });
+
+  it("refuses another input while an action is in flight, instead of joining it", async () => {
+    const { result } = render();
+    let first: Promise<unknown> | undefined;
+    let other: Promise<unknown> | undefined;
+    act(() => {
+      first = result.current.mutateAsync(tea);
+      other = result.current.mutateAsync(mugs);
+    });
+    await expect(other).rejects.toBeInstanceOf(ActionInFlightError);
+    await settle();
+    expect(sent).toHaveLength(1);
+    sent[0]?.answer(200, placed(1));
+    await expect(first).resolves.toEqual({ orderId: 1 });
+  });
+
+  it("keeps the key in the component when the storage refuses to write, even if the storage object is new each render", async () => {
+    const refusing = (): KeyStorage => ({
+      getItem: () => null,
+      setItem: () => {
+        throw new DOMException("quota", "QuotaExceededError");
+      },
+      removeItem: () => {},
+    });
+    const { result, rerender } = render({ storage: refusing });
+    act(() => result.current.mutate(tea));
+    await settle();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      sent[attempt]?.answer(503, busy);
+      await act(() => vi.advanceTimersByTimeAsync(60_000));
+    }
+    expect(result.current).toMatchObject({ isError: true, retryable: true });
+    rerender();
+    act(() => result.current.mutate(tea));
+    await settle();
+    expect(new Set(sent.map((request) => request.key)).size).toBe(1);
+  });
+});
+
+describe("React's modes", () => {
+  it("under StrictMode (effects run twice) sends one request for a double click and keeps the key", async () => {
+    const first = render({ strict: true });
+    await settle();
+    act(() => {
+      first.result.current.mutate(tea);
+      first.result.current.mutate(tea);
+    });
+    await settle();
+    expect(sent).toHaveLength(1);
+    sent[0]?.answer(200, placed(1));
+    await settle();
+    first.unmount();
+    const reloaded = render({ strict: true });
+    await settle();
+    expect(reloaded.result.current.key).toBe(sent[0]?.key);
+  });
+
+  it("renders on the server without touching storage", () => {
+    const touched: string[] = [];
+    const spying: KeyStorage = {
+      getItem: (name) => {
+        touched.push(`get ${name}`);
+        return null;
+      },
+      setItem: (name) => touched.push(`set ${name}`),
+      removeItem: (name) => touched.push(`remove ${name}`),
+    };
+    const queryClient = new QueryClient();
+    const trpcClient = createTRPCClient<Router>({
+      links: [idempotencyLink<Router>({ url: "http://shop.test/trpc", fetch: fakeFetch })],
+    });
+    function Button() {
+      const order = useIdempotentMutation(useTRPC().placeOrder, { storage: spying });
+      return createElement("button", { disabled: order.isPending }, order.key ?? "no key yet");
+    }
+    const html = renderToString(
+      createElement(
+        QueryClientProvider,
+        { client: queryClient },
+        createElement(TRPCProvider, { trpcClient, queryClient, children: createElement(Button) }),
+      ),
+    );
+    expect(html).toContain("no key yet");
+    expect(touched).toEqual([]);
+  });
+});
