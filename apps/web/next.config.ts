@@ -6,6 +6,8 @@ const config: NextConfig = {
   // `npm test` typechecks every workspace with tsc already; the build need not do it a second time.
   typescript: { ignoreBuildErrors: true },
   poweredByHeader: false,
+  // The default of the app router, said out loud: the checkout's hooks must behave with effects run twice.
+  reactStrictMode: true,
 };
 
 export default config;
