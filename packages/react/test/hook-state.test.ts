@@ -253,31 +253,36 @@ describe("React's modes", () => {
   });
 
   it("renders on the server without touching storage", () => {
-    const touched: string[] = [];
-    const spying: KeyStorage = {
-      getItem: (name) => {
-        touched.push(`get ${name}`);
-        return null;
-      },
-      setItem: (name) => touched.push(`set ${name}`),
-      removeItem: (name) => touched.push(`remove ${name}`),
-    };
+    touched.length = 0;
     const queryClient = new QueryClient();
     const trpcClient = createTRPCClient<Router>({
       links: [idempotencyLink<Router>({ url: "http://shop.test/trpc", fetch: fakeFetch })],
     });
-    function Button() {
-      const order = useIdempotentMutation(useTRPC().placeOrder, { storage: spying });
-      return createElement("button", { disabled: order.isPending }, order.key ?? "no key yet");
-    }
     const html = renderToString(
       createElement(
         QueryClientProvider,
         { client: queryClient },
-        createElement(TRPCProvider, { trpcClient, queryClient, children: createElement(Button) }),
+        createElement(TRPCProvider, { trpcClient, queryClient }, createElement(OrderButton)),
       ),
     );
     expect(html).toContain("no key yet");
     expect(touched).toEqual([]);
   });
 });
+
+/** What the server-rendering test's storage was asked. */
+const touched: string[] = [];
+const spying: KeyStorage = {
+  getItem: (name) => {
+    touched.push(`get ${name}`);
+    return null;
+  },
+  setItem: (name) => touched.push(`set ${name}`),
+  removeItem: (name) => touched.push(`remove ${name}`),
+};
+
+/** A form's button, as a page would render it on the server. */
+function OrderButton() {
+  const order = useIdempotentMutation(useTRPC().placeOrder, { storage: spying });
+  return createElement("button", { type: "button", disabled: order.isPending }, order.key ?? "no key yet");
+}
