@@ -262,7 +262,8 @@ describe("React's modes", () => {
       createElement(
         QueryClientProvider,
         { client: queryClient },
-        createElement(TRPCProvider, { trpcClient, queryClient }, createElement(OrderButton)),
+        // biome-ignore lint/correctness/noChildrenProp: TRPCProvider's props type requires children
+        createElement(TRPCProvider, { trpcClient, queryClient, children: createElement(OrderButton) }),
       ),
     );
     expect(html).toContain("no key yet");
