@@ -8,7 +8,7 @@
  * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, paused while offline.
  */
 import { fingerprint, newIdempotencyKey } from "@idemkit/core/internal";
-import { type IdempotencyProgress, idempotencyContext, isRetryableError } from "@idemkit/trpc/client";
+import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
 import {
   type MutateOptions,
   type UseMutateAsyncFunction,
@@ -64,7 +64,8 @@ export type UseIdempotentMutationResult<TDef extends ResolverDef> =
             /**
              * Starts an action for this input, or rejoins the current one: the same input reuses the action's key
              * (a second click, a retry after a reload replays), another input starts a new action with a new key.
-             * While an action is in flight, further calls send nothing and join it.
+             * While an action is in flight, the same input joins it and sends nothing; another input is refused
+             * (`mutateAsync` rejects with {@link ActionInFlightError}, `mutate` sends nothing).
              */
             mutate: UseMutateFunction<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>;
             /** {@link mutate} that returns the action's promise. */
@@ -127,9 +128,16 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   const [progress, setProgress] = useState<Progress>(IDLE);
   const action = useRef<Action | undefined>(undefined);
   const running = useRef<Running<TDef["output"]> | undefined>(undefined);
+  /**
+   * Each started run by the input its mutation was started with, for that mutation's mutationFn to find its own
+   * key and signal whenever TanStack calls it (later, for a mutation paused while offline), never the next run's.
+   */
+  const runsByInput = useRef(new Map<unknown, Running<TDef["output"]>>());
 
-  // Read after mount, not during render: the server renders without storage, and the markup must match.
+  // Read after mount, not during render: the server renders without storage, and the markup must match. Not while
+  // a run is in flight: what the store holds then is that run's action.
   useEffect(() => {
+    if (running.current) return;
     action.current = store.read();
     setKey(action.current?.key);
   }, [store]);
@@ -137,25 +145,32 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   const base = procedure.mutationOptions(mutationOptions);
   const mutation = useMutation({
     ...base,
-    // Reads the action at call time: a mutation paused while offline starts later, still with its action's key.
     mutationFn: (input: TDef["input"], context) => {
-      const current = running.current;
+      const own = runsByInput.current.get(input);
+      // Abandoned by reset() before it was sent (or while paused offline): it sends nothing.
+      if (!own || own.abort.signal.aborted) {
+        return Promise.reject(new DOMException("The action was abandoned with reset().", "AbortError"));
+      }
       // Progress of an action abandoned by reset() is its own: it never shows on the next action.
       const onProgress = (event: IdempotencyProgress) => {
-        if (running.current === current) setProgress((state) => nextProgress(state, event));
+        if (running.current === own) setProgress((state) => nextProgress(state, event));
       };
-      const call = current
-        ? { key: current.action.key, onProgress, signal: current.abort.signal }
-        : action.current
-          ? { key: action.current.key, onProgress }
-          : { onProgress };
+      const call = { key: own.action.key, onProgress, signal: own.abort.signal };
       const trpc = {
         ...mutationOptions.trpc,
         context: { ...mutationOptions.trpc?.context, ...idempotencyContext(call) },
       };
       const run = procedure.mutationOptions({ ...mutationOptions, trpc }).mutationFn;
       if (!run) throw new Error("tRPC mutationOptions() returned no mutationFn");
-      return run(input, context);
+      return run(input, context).catch((error: unknown) => {
+        // Refused for good by the server (a stored 4xx): pressing again is a new attempt, not its replay. Decided
+        // here, on the server's answer, and not on what the app's own callbacks may throw later.
+        if (isStoredRefusal(error) && action.current?.key === own.action.key) {
+          action.current = { ...own.action, refused: true };
+          store.write(action.current);
+        }
+        throw error;
+      });
     },
   });
   const { mutateAsync: startMutation, reset: resetMutation } = mutation;
@@ -176,26 +191,17 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
       action.current = current;
       setKey(current.key);
       setProgress(IDLE);
-      // In place before the mutation starts, so its mutationFn finds this run's key and signal.
       const thisRun = { action: current, fingerprint: inputFingerprint, abort: new AbortController() } as Running<
         TDef["output"]
       >;
+      // In place before the mutation starts, so its mutationFn finds this run's key and signal.
       running.current = thisRun;
-      const started = callOptions ? startMutation(input, callOptions) : startMutation(input);
-      thisRun.promise = started.then(
-        (output) => output,
-        (error: unknown) => {
-          // Refused for good (a stored 4xx, invalid input): pressing again is a new attempt, not its replay.
-          if (action.current === current && !isRetryableError(error)) {
-            action.current = { ...current, refused: true };
-            store.write(action.current);
-          }
-          throw error;
-        },
-      );
+      runsByInput.current.set(input, thisRun);
+      thisRun.promise = callOptions ? startMutation(input, callOptions) : startMutation(input);
       // Only this run's own end clears the guard: a run abandoned by reset() settles after the next one started.
       const clear = () => {
         if (running.current === thisRun) running.current = undefined;
+        if (runsByInput.current.get(input) === thisRun) runsByInput.current.delete(input);
       };
       thisRun.promise.then(clear, clear);
       return thisRun.promise;
@@ -212,7 +218,8 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   );
 
   const reset = useCallback(() => {
-    // The abandoned action stops retrying; a request already on the wire may still land, and replays if re-sent.
+    // The abandoned action stops retrying (or never starts, if paused); a request already on the wire may still
+    // land, and replays if sent again.
     running.current?.abort.abort();
     running.current = undefined;
     store.clear();

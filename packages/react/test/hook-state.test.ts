@@ -5,7 +5,7 @@
  * an abandoned action). What the server does with the requests is tested against a real one in apps/web/test.
  */
 import { idempotencyLink } from "@idemkit/trpc/client";
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { onlineManager, QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { act, cleanup, renderHook } from "@testing-library/react";
 import { createTRPCClient } from "@trpc/client";
 import { initTRPC } from "@trpc/server";
@@ -27,16 +27,21 @@ const { TRPCProvider, useTRPC } = createTRPCContext<Router>();
 /** A request the link sent, waiting for the test to answer it. */
 interface Sent {
   key: string | null;
+  body: string;
   answer(status: number, body: unknown, headers?: Record<string, string>): void;
+  /** Answers with this text as the body, whole or not. */
+  raw(status: number, text: string): void;
   drop(): void;
 }
 let sent: Sent[];
 
-const fakeFetch = (_url: unknown, init?: { headers?: unknown }) =>
+const fakeFetch = (_url: unknown, init?: { headers?: unknown; body?: unknown }) =>
   new Promise<Response>((resolve, reject) => {
     const headers = new Headers(init?.headers as HeadersInit | undefined);
     sent.push({
       key: headers.get("idempotency-key"),
+      body: String(init?.body),
+      raw: (status, text) => resolve(new Response(text, { status, headers: { "content-type": "application/json" } })),
       answer: (status, body, extra = {}) =>
         resolve(
           new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...extra } }),
@@ -58,15 +63,17 @@ beforeEach(() => {
 });
 afterEach(() => {
   cleanup();
+  onlineManager.setOnline(true);
   vi.useRealTimers();
 });
 
 interface RenderOptions {
   storage?: KeyStorage | "memory" | (() => KeyStorage);
   strict?: boolean;
+  onSuccess?: () => void;
 }
 
-function render({ storage, strict = false }: RenderOptions = {}) {
+function render({ storage, strict = false, onSuccess }: RenderOptions = {}) {
   const queryClient = new QueryClient();
   const trpcClient = createTRPCClient<Router>({
     links: [idempotencyLink<Router>({ url: "http://shop.test/trpc", fetch: fakeFetch, retry: { maxAttempts: 3 } })],
@@ -83,6 +90,7 @@ function render({ storage, strict = false }: RenderOptions = {}) {
     () =>
       useIdempotentMutation(useTRPC().placeOrder, {
         ...(storage !== undefined && { storage: typeof storage === "function" ? storage() : storage }),
+        ...(onSuccess && { onSuccess }),
       }),
     { wrapper },
   );
@@ -147,6 +155,33 @@ describe("an action abandoned by reset()", () => {
   });
 });
 
+describe("an action abandoned by reset() before it was sent", () => {
+  it("in the same handler as the next action's start: each is sent with its own key, or not at all", async () => {
+    const { result } = render();
+    act(() => {
+      result.current.mutate(tea);
+      result.current.reset();
+      result.current.mutate(mugs);
+    });
+    await settle();
+    expect(sent.map((request) => [request.key, JSON.parse(request.body)])).toEqual([[result.current.key, mugs]]);
+  });
+
+  it("while paused offline: coming back online sends only the next action, with its key", async () => {
+    onlineManager.setOnline(false);
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    act(() => result.current.reset());
+    act(() => result.current.mutate(mugs));
+    await settle();
+    expect(sent).toHaveLength(0);
+    act(() => onlineManager.setOnline(true));
+    await settle();
+    expect(sent.map((request) => [request.key, JSON.parse(request.body)])).toEqual([[result.current.key, mugs]]);
+  });
+});
+
 describe("the key's life", () => {
   it("after a refusal (a stored 4xx), pressing again with the same input is a new attempt with a new key", async () => {
     const first = render();
@@ -194,6 +229,62 @@ describe("the key's life", () => {
     act(() => result.current.mutate(tea));
     await settle();
     expect(new Set(sent.map((request) => request.key)).size).toBe(1);
+  });
+
+  it.each([
+    [
+      "an answer cut short after the server committed (a 200 whose body does not parse)",
+      (request: Sent) => request.raw(200, '{"result":{"da'),
+    ],
+    [
+      "a 409 that hides when to come back (no Retry-After, no verdict in its data)",
+      (request: Sent) =>
+        request.answer(409, {
+          error: { message: "still running", code: -32603, data: { code: "CONFLICT", httpStatus: 409 } },
+        }),
+    ],
+  ])("keeps the key after %s: the action may have run, so pressing again must replay it", async (_, answer) => {
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    answer(sent[0] as Sent);
+    await act(() => vi.advanceTimersByTimeAsync(60_000));
+    expect(result.current.isError).toBe(true);
+    act(() => result.current.mutate(tea));
+    await settle();
+    expect(new Set(sent.map((request) => request.key)).size).toBe(1);
+  });
+
+  it("keeps the key of a placed order when the app's own onSuccess throws", async () => {
+    const { result } = render({
+      onSuccess: () => {
+        throw new Error("navigation failed");
+      },
+    });
+    act(() => result.current.mutate(tea));
+    await settle();
+    sent[0]?.answer(200, placed(1));
+    await settle();
+    act(() => result.current.mutate(tea));
+    await settle();
+    expect(sent[1]?.key).toBe(sent[0]?.key);
+  });
+
+  it("records a refusal in the storage also when the storage object is new each render", async () => {
+    const inline = (): KeyStorage => ({
+      getItem: (name) => sessionStorage.getItem(name),
+      setItem: (name, value) => sessionStorage.setItem(name, value),
+      removeItem: (name) => sessionStorage.removeItem(name),
+    });
+    const { result } = render({ storage: inline });
+    act(() => result.current.mutate(tea));
+    await settle();
+    sent[0]?.answer(403, refused(403, "Your card was declined"));
+    await settle();
+    expect(JSON.parse(sessionStorage.getItem("idemkit:placeOrder") ?? "{}")).toMatchObject({ refused: true });
+    act(() => result.current.mutate(tea));
+    await settle();
+    expect(sent[1]?.key).not.toBe(sent[0]?.key);
   });
 
   it("refuses another input while an action is in flight, instead of joining it", async () => {

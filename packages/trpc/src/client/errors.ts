@@ -3,7 +3,7 @@
  * `data.idempotency` (set by the server's `idempotencyErrorData`) or the HTTP status, never from its message.
  */
 import { IDEMPOTENT_REPLAYED_HEADER } from "@idemkit/core";
-import { isRetryableAnswer } from "@idemkit/core/internal";
+import { isRetryableAnswer, isStoredStatus } from "@idemkit/core/internal";
 import type { TRPCClientError } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import type { IdempotencyErrorData } from "../errors.js";
@@ -47,6 +47,19 @@ export function isRetryableError(error: unknown): boolean {
   const verdict = idempotencyDataOf(error)?.retryable;
   if (typeof verdict === "boolean" && !replayed) return verdict;
   return isRetryableAnswer({ status: statusOf(error), retryAfter: headers?.get("retry-after") != null, replayed });
+}
+
+/**
+ * True when the server answered with a refusal it keeps for the key (a 4xx it stores, such as 402, 403, 404 or
+ * 422): sending the same key again can only replay it, so pressing again is a new attempt that needs a new key.
+ * False for everything else, including what merely cannot be retried as it is (a procedure's own 409, an answer
+ * that never arrived whole, an error thrown by the app's own callback): there the key may still have run, and
+ * must be kept.
+ */
+export function isStoredRefusal(error: unknown): boolean {
+  if (!isClientError(error)) return false;
+  const status = statusOf(error);
+  return status !== undefined && status >= 400 && status < 500 && isStoredStatus(status);
 }
 
 /** `instanceof` fails when the app and idemkit load two copies of @trpc/client; the name survives that. */

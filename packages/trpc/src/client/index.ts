@@ -1,3 +1,3 @@
-export { isRetryableError } from "./errors.js";
+export { isRetryableError, isStoredRefusal } from "./errors.js";
 export type { IdempotencyCall, IdempotencyLinkOptions, IdempotencyOutcome, IdempotencyProgress } from "./link.js";
 export { idempotencyContext, idempotencyLink } from "./link.js";

@@ -142,6 +142,8 @@ async function mutateWithRetries(
   // Time spent offline does not count against maxElapsedMs: that budget is for a server that keeps failing.
   let budgetStartMs = Date.now();
   for (let attempt = 1; ; attempt++) {
+    // An operation aborted before it started (an action the user abandoned) sends nothing.
+    signal.throwIfAborted();
     report({ type: "request", key, attempt });
     const sent = await send(key);
     if (sent.ok) {
