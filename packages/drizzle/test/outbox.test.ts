@@ -233,6 +233,7 @@ describe("the relay, when publishing goes wrong", () => {
     const topic = `exhausted.${globalThis.crypto.randomUUID()}`;
     await database.db.transaction((tx) => outbox.enqueue({ tx }, { topic, payload: {}, key: topic }));
     const { opened: stuck, open: unstick } = gate();
+    const { opened: publishing, open: publishStarted } = gate();
     const seen: string[] = [];
     const hung = createRelay({
       db: database.db,
@@ -241,11 +242,16 @@ describe("the relay, when publishing goes wrong", () => {
       leaseMs: 2 * 60 * 60_000,
       onEvent: (event) => seen.push(event.type),
       publish: async (event) => {
-        if (event.topic === topic) await stuck;
+        if (event.topic !== topic) return;
+        publishStarted();
+        await stuck;
       },
     });
     const hanging = hung.runOnce();
-    while ((await eventsWithTopic(topic))[0]?.attempts !== 1) await new Promise((resolve) => setImmediate(resolve));
+    // The clock moves only once the relay is inside publish: moved earlier, the relay would see its lease as spent
+    // and not publish at all.
+    await publishing;
+    expect(await eventsWithTopic(topic)).toMatchObject([{ attempts: 1 }]);
 
     time.advance(2 * 60 * 60_000);
     const dead: string[] = [];
