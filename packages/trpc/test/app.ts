@@ -11,7 +11,7 @@ import { eq, sql } from "drizzle-orm";
 import { integer, type PgDatabase, type PgQueryResultHKT, pgTable, serial, text } from "drizzle-orm/pg-core";
 import superjson from "superjson";
 import { z } from "zod";
-import { idempotency, idempotencyErrorData } from "../src/index.js";
+import { idempotency, idempotencyErrorData, outcomeLookup, outcomeLookupInput } from "../src/index.js";
 
 export const BUSINESS_TABLES = `create table if not exists orders (
   id serial primary key, user_id text not null, sku text not null, qty int not null,
@@ -72,10 +72,12 @@ export function createApp({
       data: { ...shape.data, idempotency: idempotencyErrorData(error) },
     }),
   });
+  const theStore = (store ?? drizzleStore({ db })) as ReturnType<typeof drizzleStore<AnyDb>>;
+  const scope = ({ ctx }: { ctx: Context }) => ctx.userId;
   const idempotent = t.procedure.use(
     idempotency({
-      store: (store ?? drizzleStore({ db })) as ReturnType<typeof drizzleStore<AnyDb>>,
-      scope: ({ ctx }: { ctx: Context }) => ctx.userId,
+      store: theStore,
+      scope,
       transformer: superjson,
       mode,
       ...(leaseMs !== undefined && { leaseMs }),
@@ -182,6 +184,10 @@ export function createApp({
       return { at: new Date(0) };
     }),
     ping: idempotent.query(() => "pong"),
+    /** What became of an action, by its procedure and key: the outcome lookup, scoped like the middleware. */
+    idempotencyOutcome: t.procedure
+      .input(outcomeLookupInput)
+      .query(outcomeLookup({ store: theStore, scope, transformer: superjson, ...(now !== undefined && { now }) })),
   });
 
   const handler = (req: Request) =>

@@ -37,8 +37,16 @@ export async function mutate(
   return parse(response);
 }
 
-export async function query(baseUrl: string, path: string, options: CallOptions = {}): Promise<Answer> {
-  const response = await fetch(`${baseUrl}/trpc/${path}`, { headers: { "x-user": options.user ?? "alice" } });
+export async function query(
+  baseUrl: string,
+  path: string,
+  options: CallOptions & { input?: unknown } = {},
+): Promise<Answer> {
+  const search =
+    options.input === undefined
+      ? ""
+      : `?input=${encodeURIComponent(JSON.stringify(superjson.serialize(options.input)))}`;
+  const response = await fetch(`${baseUrl}/trpc/${path}${search}`, { headers: { "x-user": options.user ?? "alice" } });
   return parse(response);
 }
 

@@ -1,0 +1,105 @@
+/**
+ * "Did my payment go through?" A query an app mounts once, next to its protected mutations, that answers what
+ * became of one action (a procedure and a key) without sending its input again: still running, completed (with the
+ * stored result), failed (with the stored error), or unknown (never seen, or expired). A client that lost an answer
+ * (a reload, a link that gave up, a tab that was offline) asks it, and either shows the outcome or presses again
+ * with the same key, which is safe either way.
+ *
+ * A record belongs to its scope: the lookup reads only records of the caller's own scope, computed the same way as
+ * the middleware's, so nobody reads another user's results by guessing keys.
+ */
+import { type IdempotencyStore, RecordState, type StoredRecord } from "@idemkit/core";
+import { parseIdempotencyKey } from "@idemkit/core/internal";
+import { TRPCError } from "@trpc/server";
+import { type IdempotencyTransformer, outputTransformer, type StoredBody } from "./stored-body.js";
+
+/** Which action to look up: the mutation's path (`checkout.placeOrder`) and the key it was sent with. */
+export interface OutcomeLookupInput {
+  path: string;
+  key: string;
+}
+
+/** What became of an action. */
+export type IdempotencyOutcomeAnswer<TData = unknown> =
+  /** A request with this key is running now: ask again shortly. */
+  | { state: "running" }
+  /** It ran and committed: `data` is its result, as a replay would answer it. */
+  | { state: "completed"; data: TData }
+  /** It ran and failed, and the failure was stored (a 4xx): sending it again answers the same. */
+  | { state: "failed"; status: number; error: { code: string; message: string } }
+  /** Nothing is known: never received, rolled back, or expired. Sending it again with the same key is safe. */
+  | { state: "unknown" };
+
+export interface OutcomeLookupOptions<TCtx> {
+  /** The store the `idempotency` middleware uses. */
+  store: IdempotencyStore<unknown>;
+  /** The middleware's `scope`: the same function, so a lookup sees only the caller's own records. */
+  scope: (opts: { ctx: TCtx }) => string | Promise<string>;
+  /** The middleware's `transformer`, so a completed result reads back with its types. */
+  transformer?: IdempotencyTransformer;
+  /** The clock, in ms since the epoch, to tell expired records; for tests that move time. */
+  now?: () => number;
+}
+
+/** The longest procedure path the lookup accepts: paths are the router's own names, never user text. */
+const MAX_PATH_LENGTH = 256;
+
+/**
+ * Validates the lookup's input, for `.input()`: a procedure path and a well-formed key; anything else is a 400
+ * that says what is wrong.
+ */
+export function outcomeLookupInput(input: unknown): OutcomeLookupInput {
+  const { path, key } = (typeof input === "object" && input !== null ? input : {}) as Record<string, unknown>;
+  if (typeof path !== "string" || path.length === 0 || path.length > MAX_PATH_LENGTH) {
+    throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: `The lookup needs the procedure's path, a string of 1 to ${MAX_PATH_LENGTH} characters.`,
+    });
+  }
+  return { path, key: parseIdempotencyKey(typeof key === "string" ? key : undefined, path) };
+}
+
+/**
+ * The resolver of the outcome lookup query. Mount it once, on a procedure with the same authentication as the
+ * protected mutations:
+ *
+ *   idempotencyOutcome: authedProcedure.input(outcomeLookupInput).query(outcomeLookup({ store, scope, transformer }))
+ */
+export function outcomeLookup<TCtx>({
+  store,
+  scope: scopeOf,
+  transformer,
+  now = Date.now,
+}: OutcomeLookupOptions<TCtx>) {
+  const output = outputTransformer(transformer);
+  return async ({ ctx, input }: { ctx: TCtx; input: OutcomeLookupInput }): Promise<IdempotencyOutcomeAnswer> => {
+    const scope = await scopeOf({ ctx });
+    if (typeof scope !== "string" || scope.length === 0) {
+      throw new TRPCError({
+        code: "INTERNAL_SERVER_ERROR",
+        message: "outcomeLookup(): scope() must return a non-empty string.",
+      });
+    }
+    const id = { scope, path: input.path, key: input.key };
+    const peek = store.atomic?.peek;
+    const { running, record } = peek ? await peek(id) : { running: false, record: await store.get(id) };
+    return answerFor(running, record, now(), output);
+  };
+}
+
+function answerFor(
+  running: boolean,
+  record: StoredRecord | undefined,
+  now: number,
+  output: ReturnType<typeof outputTransformer>,
+): IdempotencyOutcomeAnswer {
+  if (running) return { state: "running" };
+  if (!record || record.expiresAt <= now) return { state: "unknown" };
+  if (record.state === RecordState.IN_PROGRESS) {
+    // A lease that ended belongs to a request that died: the next one with the key takes over.
+    return record.leaseExpiresAt > now ? { state: "running" } : { state: "unknown" };
+  }
+  const body = JSON.parse(record.response.body) as StoredBody;
+  if (body.error) return { state: "failed", status: record.response.status, error: body.error };
+  return { state: "completed", data: "result" in body ? output.deserialize(body.result) : undefined };
+}
