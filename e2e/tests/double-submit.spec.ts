@@ -122,6 +122,27 @@ test("a reload while the order is in flight, then pressing again, places one ord
   expect(keys[1]).toBe(keys[0]);
 });
 
+test("after a reload mid-order, the page asks what became of it and shows it placed, without sending the cart again", async ({
+  page,
+}) => {
+  await armFaults(page.request, { slowMs: 2_000 });
+  const keys = recordKeys(page);
+  const lookups: string[] = [];
+  page.on("request", (request) => {
+    if (new URL(request.url()).pathname.includes("idempotencyOutcome")) lookups.push(request.url());
+  });
+  const sent = page.waitForRequest(isPlaceOrder);
+  await placeOrderButton(page).click();
+  await sent;
+  await page.reload();
+  await expect(statusLine(page)).toHaveText(/^Already placed: showing your order #\d+\.$/, { timeout: 15_000 });
+  const [order] = await ordersOf(page.request);
+  await expect(statusLine(page)).toHaveText(`Already placed: showing your order #${order?.orderId}.`);
+  expect(await ordersOf(page.request)).toHaveLength(1);
+  expect(keys).toHaveLength(1);
+  expect(lookups.length).toBeGreaterThan(0);
+});
+
 test("a server failure before commit is retried with the same key and places one order", async ({ page }) => {
   await armFaults(page.request, { failBeforeCommit: 1 });
   const keys = recordKeys(page);

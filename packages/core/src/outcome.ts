@@ -50,3 +50,17 @@ export function isRetryableAnswer({ status, retryAfter = false, replayed = false
   if (status === 409) return retryAfter;
   return RETRYABLE_CLIENT_STATUSES.has(status);
 }
+
+/**
+ * What became of one action (a procedure and a key), as the outcome lookup answers it: the server's
+ * `outcomeLookup` (`@idemkit/trpc`) and the hook's reconciliation (`@idemkit/react`) share this shape.
+ */
+export type IdempotencyOutcomeAnswer<TData = unknown> =
+  /** A request with this key is running now: ask again shortly. */
+  | { state: "running" }
+  /** It ran and committed: `data` is its result, as a replay would answer it. */
+  | { state: "completed"; data: TData }
+  /** It ran and failed, and the failure was stored (a 4xx): sending it again answers the same. */
+  | { state: "failed"; status: number; error: { code: string; message: string } }
+  /** Nothing is known: never received, rolled back, or expired. Sending it again with the same key is safe. */
+  | { state: "unknown" };

@@ -7,6 +7,7 @@
  * Retrying is the link's job (`idempotencyLink` from `@idemkit/trpc/client`, which must be in the client's links);
  * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, paused while offline.
  */
+import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 import { fingerprint, newIdempotencyKey } from "@idemkit/core/internal";
 import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
 import {
@@ -32,6 +33,14 @@ export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable
   storage?: KeyStorage | "memory";
   /** The storage entry's name. Default `idemkit:<procedure path>`; set it when two forms share a procedure. */
   storageKey?: string;
+  /**
+   * The app's outcome lookup (`outcomeLookup` from `@idemkit/trpc`), called as
+   * `(input) => trpcClient.idempotencyOutcome.query(input)`. With it, the hook asks what became of an action whose
+   * answer it does not have, instead of leaving the user to guess: after a reload finds an action in storage, and
+   * after the link gave up. A completed action then shows as succeeded (replayed, with its data) without its input
+   * being sent again.
+   */
+  lookup?: (input: { path: string; key: string }) => Promise<IdempotencyOutcomeAnswer>;
 };
 
 /** What the form can show about the action in flight, on top of TanStack Query's mutation state. */
@@ -51,6 +60,11 @@ export interface IdempotentMutationState {
   retryable: boolean | undefined;
   /** True while the mutation waits for the browser to come back online, before its first request or a retry. */
   isPaused: boolean;
+  /**
+   * What the `lookup` found for the current action when the hook had no answer of its own (after a reload, after
+   * the link gave up); undefined before it asked, or without a `lookup`. A `completed` one also shows as success.
+   */
+  outcome: IdempotencyOutcomeAnswer | undefined;
 }
 
 type Result<TDef extends ResolverDef> = UseMutationResult<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>;
@@ -115,8 +129,9 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   procedure: DecorateMutationProcedure<TDef>,
   options: UseIdempotentMutationOptions<TDef> = {},
 ): UseIdempotentMutationResult<TDef> {
-  const { storage, storageKey, ...mutationOptions } = options;
-  const name = storageKey ?? `idemkit:${procedure.mutationKey().flat().join(".")}`;
+  const { storage, storageKey, lookup, ...mutationOptions } = options;
+  const path = procedure.mutationKey().flat().join(".");
+  const name = storageKey ?? `idemkit:${path}`;
   // The in-memory fallback lives in a ref: React may drop a memoized store, and the key must not go with it.
   const memory = useRef<Action | undefined>(undefined);
   const store = useMemo(
@@ -134,13 +149,47 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
    */
   const runsByInput = useRef(new Map<unknown, Running<TDef["output"]>>());
 
+  /** What the lookup found, for the action with `key`. */
+  const [found, setFound] = useState<{ key: string; outcome: IdempotencyOutcomeAnswer }>();
+  const lookupRef = useRef(lookup);
+  lookupRef.current = lookup;
+  const lookingUp = useRef<AbortController | undefined>(undefined);
+
+  /** Asks the lookup what became of `current`, while it stays the current action and nothing runs for it. */
+  const reconcile = useCallback(
+    (current: Action) => {
+      const ask = lookupRef.current;
+      if (!ask || current.refused) return;
+      lookingUp.current?.abort();
+      const abort = new AbortController();
+      lookingUp.current = abort;
+      settledOutcome(ask, { path, key: current.key }, abort.signal).then((outcome) => {
+        if (abort.signal.aborted || action.current?.key !== current.key || running.current || !outcome) return;
+        if (outcome.state === "failed") {
+          // A stored refusal: pressing again is a new attempt, as when the hook saw the refusal itself.
+          action.current = { ...current, refused: true };
+          store.write(action.current);
+        }
+        setFound({ key: current.key, outcome });
+      });
+    },
+    [path, store],
+  );
+  useEffect(() => () => lookingUp.current?.abort(), []);
+
   // Read after mount, not during render: the server renders without storage, and the markup must match. Not while
   // a run is in flight: what the store holds then is that run's action.
+  const reconciledOnRead = useRef<string | undefined>(undefined);
   useEffect(() => {
     if (running.current) return;
     action.current = store.read();
     setKey(action.current?.key);
-  }, [store]);
+    // Once per action found: a store made anew on every render must not ask on every render.
+    if (action.current && reconciledOnRead.current !== action.current.key) {
+      reconciledOnRead.current = action.current.key;
+      reconcile(action.current);
+    }
+  }, [store, reconcile]);
 
   const base = procedure.mutationOptions(mutationOptions);
   const mutation = useMutation({
@@ -169,6 +218,11 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
           action.current = { ...own.action, refused: true };
           store.write(action.current);
         }
+        // The link gave up without an answer it could trust: the action may have run, so ask.
+        if (isRetryableError(error) && action.current?.key === own.action.key) {
+          const asked = own.action;
+          own.promise.then(undefined, () => reconcile(asked));
+        }
         throw error;
       });
     },
@@ -191,6 +245,8 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
       action.current = current;
       setKey(current.key);
       setProgress(IDLE);
+      lookingUp.current?.abort();
+      setFound(undefined);
       const thisRun = { action: current, fingerprint: inputFingerprint, abort: new AbortController() } as Running<
         TDef["output"]
       >;
@@ -224,12 +280,15 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     running.current = undefined;
     store.clear();
     action.current = undefined;
+    lookingUp.current?.abort();
+    setFound(undefined);
     setKey(undefined);
     setProgress(IDLE);
     resetMutation();
   }, [store, resetMutation]);
 
-  return {
+  const outcome = found && found.key === key ? found.outcome : undefined;
+  const state = {
     ...mutation,
     mutate,
     mutateAsync,
@@ -240,7 +299,48 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     replayed: progress.replayed,
     retryable: mutation.error ? isRetryableError(mutation.error) : undefined,
     isPaused: mutation.isPaused || progress.offline,
-  } as UseIdempotentMutationResult<TDef>;
+    outcome,
+  };
+  // An action the lookup found completed, while the hook has no answer of its own, shows as its replay would.
+  const showsFound = outcome?.state === "completed" && !mutation.isPending && !mutation.isSuccess;
+  return (
+    showsFound
+      ? {
+          ...state,
+          status: "success",
+          isSuccess: true,
+          isIdle: false,
+          isError: false,
+          error: null,
+          failureReason: null,
+          data: outcome.data,
+          replayed: true,
+          retryable: undefined,
+        }
+      : state
+  ) as UseIdempotentMutationResult<TDef>;
+}
+
+/** How often, and how many times, the lookup is asked again while the action is still running. */
+const LOOKUP_INTERVAL_MS = 1_000;
+const LOOKUP_ATTEMPTS = 30;
+
+/**
+ * Asks `lookup` until the action is no longer running (every second, 30 times at most), or `signal` aborts.
+ * Undefined when the lookup failed (it is a convenience: the key is kept, and pressing again is always safe) or
+ * the action still ran after the last ask.
+ */
+async function settledOutcome(
+  lookup: NonNullable<UseIdempotentMutationOptions<never>["lookup"]>,
+  input: { path: string; key: string },
+  signal: AbortSignal,
+): Promise<IdempotencyOutcomeAnswer | undefined> {
+  for (let attempt = 0; attempt < LOOKUP_ATTEMPTS && !signal.aborted; attempt++) {
+    const outcome = await lookup(input).catch(() => undefined);
+    if (outcome?.state !== "running") return outcome;
+    await new Promise((resolve) => setTimeout(resolve, LOOKUP_INTERVAL_MS));
+  }
+  return undefined;
 }
 
 function nextProgress(current: Progress, event: IdempotencyProgress): Progress {

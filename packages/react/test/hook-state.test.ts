@@ -4,6 +4,9 @@
  * test, request by request, so each race is staged exactly (an answer arriving after reset(), a retry scheduled for
  * an abandoned action). What the server does with the requests is tested against a real one in apps/web/test.
  */
+
+import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
+import { fingerprint } from "@idemkit/core/internal";
 import { idempotencyLink } from "@idemkit/trpc/client";
 import { onlineManager, QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { act, cleanup, renderHook } from "@testing-library/react";
@@ -13,7 +16,12 @@ import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { createElement, type ReactNode, StrictMode } from "react";
 import { renderToString } from "react-dom/server";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ActionInFlightError, type KeyStorage, useIdempotentMutation } from "../src/index.js";
+import {
+  ActionInFlightError,
+  type KeyStorage,
+  type UseIdempotentMutationOptions,
+  useIdempotentMutation,
+} from "../src/index.js";
 
 const t = initTRPC.create();
 const router = t.router({
@@ -71,9 +79,10 @@ interface RenderOptions {
   storage?: KeyStorage | "memory" | (() => KeyStorage);
   strict?: boolean;
   onSuccess?: () => void;
+  lookup?: UseIdempotentMutationOptions<never>["lookup"];
 }
 
-function render({ storage, strict = false, onSuccess }: RenderOptions = {}) {
+function render({ storage, strict = false, onSuccess, lookup }: RenderOptions = {}) {
   const queryClient = new QueryClient();
   const trpcClient = createTRPCClient<Router>({
     links: [idempotencyLink<Router>({ url: "http://shop.test/trpc", fetch: fakeFetch, retry: { maxAttempts: 3 } })],
@@ -91,6 +100,7 @@ function render({ storage, strict = false, onSuccess }: RenderOptions = {}) {
       useIdempotentMutation(useTRPC().placeOrder, {
         ...(storage !== undefined && { storage: typeof storage === "function" ? storage() : storage }),
         ...(onSuccess && { onSuccess }),
+        ...(lookup && { lookup }),
       }),
     { wrapper },
   );
@@ -322,6 +332,82 @@ describe("the key's life", () => {
     act(() => result.current.mutate(tea));
     await settle();
     expect(new Set(sent.map((request) => request.key)).size).toBe(1);
+  });
+});
+
+describe("the outcome lookup", () => {
+  /** A lookup that answers from `answers` in turn (the last one again once they run out), recording what it asked. */
+  function lookupAnswering(...answers: IdempotencyOutcomeAnswer[]) {
+    const asked: Array<{ path: string; key: string }> = [];
+    const lookup = async (input: { path: string; key: string }) => {
+      asked.push(input);
+      return answers[Math.min(asked.length, answers.length) - 1] as IdempotencyOutcomeAnswer;
+    };
+    return { asked, lookup };
+  }
+  /** What a page left in sessionStorage before its reload: an action for `tea`. */
+  const leftBehind = (key: string) =>
+    sessionStorage.setItem("idemkit:placeOrder", JSON.stringify({ key, fingerprint: fingerprint(tea) }));
+
+  it("after a reload, shows a completed action as its replay would, without sending its input again", async () => {
+    const key = globalThis.crypto.randomUUID();
+    leftBehind(key);
+    const { asked, lookup } = lookupAnswering({ state: "running" }, { state: "completed", data: { orderId: 7 } });
+    const { result } = render({ lookup });
+    await settle();
+    expect(result.current).toMatchObject({ key, isSuccess: false, outcome: undefined });
+    await act(() => vi.advanceTimersByTimeAsync(1_000));
+    expect(result.current).toMatchObject({
+      key,
+      isSuccess: true,
+      status: "success",
+      replayed: true,
+      data: { orderId: 7 },
+      outcome: { state: "completed" },
+    });
+    expect(asked).toEqual([
+      { path: "placeOrder", key },
+      { path: "placeOrder", key },
+    ]);
+    expect(sent).toHaveLength(0);
+  });
+
+  it("after a reload, keeps the key of an action the server does not know (pressing again sends it with that key)", async () => {
+    const key = globalThis.crypto.randomUUID();
+    leftBehind(key);
+    const { lookup } = lookupAnswering({ state: "unknown" });
+    const { result } = render({ lookup });
+    await settle();
+    expect(result.current).toMatchObject({ isIdle: true, outcome: { state: "unknown" } });
+    act(() => result.current.mutate(tea));
+    await settle();
+    expect(sent.map((request) => request.key)).toEqual([key]);
+  });
+
+  it("after a reload, retires the key of an action the server refused (pressing again is a new attempt)", async () => {
+    const key = globalThis.crypto.randomUUID();
+    leftBehind(key);
+    const declined = { code: "FORBIDDEN", message: "Your card was declined" };
+    const { lookup } = lookupAnswering({ state: "failed", status: 403, error: declined });
+    const { result } = render({ lookup });
+    await settle();
+    expect(result.current.outcome).toEqual({ state: "failed", status: 403, error: declined });
+    act(() => result.current.mutate(tea));
+    await settle();
+    expect(sent[0]?.key).not.toBe(key);
+  });
+
+  it("after the link gave up, shows the action completed if the server has it", async () => {
+    const { asked, lookup } = lookupAnswering({ state: "completed", data: { orderId: 9 } });
+    const { result } = render({ lookup });
+    act(() => result.current.mutate(tea));
+    await settle();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      sent[attempt]?.drop();
+      await act(() => vi.advanceTimersByTimeAsync(60_000));
+    }
+    expect(result.current).toMatchObject({ isSuccess: true, replayed: true, data: { orderId: 9 } });
+    expect(asked).toEqual([{ path: "placeOrder", key: sent[0]?.key }]);
   });
 });
 

@@ -8,7 +8,7 @@
  * A record belongs to its scope: the lookup reads only records of the caller's own scope, computed the same way as
  * the middleware's, so nobody reads another user's results by guessing keys.
  */
-import { type IdempotencyStore, RecordState, type StoredRecord } from "@idemkit/core";
+import { type IdempotencyOutcomeAnswer, type IdempotencyStore, RecordState, type StoredRecord } from "@idemkit/core";
 import { parseIdempotencyKey } from "@idemkit/core/internal";
 import { TRPCError } from "@trpc/server";
 import { type IdempotencyTransformer, outputTransformer, type StoredBody } from "./stored-body.js";
@@ -18,17 +18,6 @@ export interface OutcomeLookupInput {
   path: string;
   key: string;
 }
-
-/** What became of an action. */
-export type IdempotencyOutcomeAnswer<TData = unknown> =
-  /** A request with this key is running now: ask again shortly. */
-  | { state: "running" }
-  /** It ran and committed: `data` is its result, as a replay would answer it. */
-  | { state: "completed"; data: TData }
-  /** It ran and failed, and the failure was stored (a 4xx): sending it again answers the same. */
-  | { state: "failed"; status: number; error: { code: string; message: string } }
-  /** Nothing is known: never received, rolled back, or expired. Sending it again with the same key is safe. */
-  | { state: "unknown" };
 
 export interface OutcomeLookupOptions<TCtx> {
   /** The store the `idempotency` middleware uses. */

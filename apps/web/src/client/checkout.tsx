@@ -8,7 +8,7 @@ import { useIdempotentMutation } from "@idemkit/react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { OrderNote } from "./order-note";
-import { useTRPC } from "./trpc";
+import { useTRPC, useTRPCClient } from "./trpc";
 
 type Cart = Record<string, number>;
 
@@ -26,8 +26,11 @@ export function Checkout() {
     }),
   );
   const [cart, setCart] = useState<Cart>({ tea: 1 });
+  const trpcClient = useTRPCClient();
   const order = useIdempotentMutation(trpc.checkout.placeOrder, {
     onSettled: () => queryClient.invalidateQueries({ queryKey: trpc.checkout.orders.queryKey() }),
+    // After a reload mid-order, the page asks what became of it rather than leaving the user to guess.
+    lookup: (input) => trpcClient.idempotencyOutcome.query(input),
   });
   const now = useClock(order.nextRetryAt !== undefined);
 

@@ -11,7 +11,7 @@ import { type ReactNode, useState } from "react";
 import superjson from "superjson";
 import type { AppRouter } from "@/server/router";
 
-export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
+export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
 
 const url = "/api/trpc";
 

@@ -3,7 +3,7 @@
  * lines, the simulated payment and the stored result commit in one transaction, or none of them do.
  */
 import { drizzleStore, StaleVersionError, updateIfVersion } from "@idemkit/drizzle";
-import { idempotency, idempotencyErrorData } from "@idemkit/trpc";
+import { idempotency, idempotencyErrorData, outcomeLookup, outcomeLookupInput } from "@idemkit/trpc";
 import { type AnyTRPCRouter, initTRPC, TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { and, desc, eq, inArray } from "drizzle-orm";
@@ -93,16 +93,23 @@ export interface RouterOptions {
 }
 
 export function createRouter({ db, replayCacheSize }: RouterOptions) {
+  const store = drizzleStore({ db });
+  const scope = ({ ctx }: { ctx: { userId: string } }) => ctx.userId;
   const idempotent = withUser.use(
     idempotency({
-      store: drizzleStore({ db }),
+      store,
       transformer: superjson,
-      scope: ({ ctx }: { ctx: { userId: string } }) => ctx.userId,
+      scope,
       ...(replayCacheSize !== undefined && { replayCacheSize }),
     }),
   );
 
   return t.router({
+    /** What became of one of this user's actions: the page asks after a reload, instead of sending it again. */
+    idempotencyOutcome: withUser
+      .input(outcomeLookupInput)
+      .query(outcomeLookup({ store, scope, transformer: superjson })),
+
     checkout: t.router({
       products: t.procedure.query(() => CATALOG),
 
