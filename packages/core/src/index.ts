@@ -15,8 +15,8 @@ export {
   ProcedureTransactionError,
 } from "./errors.js";
 export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from "./key.js";
-export type { IdempotencyOutcomeAnswer } from "./outcome.js";
 export { memoryStore } from "./memory-store.js";
+export type { IdempotencyOutcomeAnswer } from "./outcome.js";
 export type { RetryPolicy } from "./retry.js";
 export type {
   AtomicCapability,

@@ -1,10 +1,10 @@
+export type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 export type { IdempotencyErrorData } from "./errors.js";
 export { idempotencyErrorData, toTRPCError } from "./errors.js";
 export type { IdempotencyHttp } from "./http.js";
 export { httpFromContext, withIdempotencyKey } from "./http.js";
 export type { IdempotencyContext, IdempotencyOptions } from "./middleware.js";
 export { idempotency } from "./middleware.js";
-export type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 export type { OutcomeLookupInput, OutcomeLookupOptions } from "./outcome-lookup.js";
 export { outcomeLookup, outcomeLookupInput } from "./outcome-lookup.js";
 export type { IdempotencyTransformer } from "./stored-body.js";
