@@ -60,7 +60,11 @@ export type IdempotencyOutcomeAnswer<TData = unknown> =
   | { state: "running" }
   /** It ran and committed: `data` is its result, as a replay would answer it. */
   | { state: "completed"; data: TData }
-  /** It ran and failed, and the failure was stored (a 4xx): sending it again answers the same. */
+  /** It ran and failed, and the failure was stored (a 4xx, or a 5xx with `storeServerErrors`): sending it again answers the same. */
   | { state: "failed"; status: number; error: { code: string; message: string } }
-  /** Nothing is known: never received, rolled back, or expired. Sending it again with the same key is safe. */
+  /**
+   * Nothing is kept for it: never received, rolled back, expired, or (lease mode) a call that died or could not
+   * store its result, whose effects outside the transaction may have happened. Sending it again with the same key
+   * runs it, once.
+   */
   | { state: "unknown" };

@@ -35,12 +35,15 @@ export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable
   storageKey?: string;
   /**
    * The app's outcome lookup (`outcomeLookup` from `@idemkit/trpc`), called as
-   * `(input) => trpcClient.idempotencyOutcome.query(input)`. With it, the hook asks what became of an action whose
+   * `(input, { signal }) => trpcClient.idempotencyOutcome.query(input, { signal })`. With it, the hook asks what became of an action whose
    * answer it does not have, instead of leaving the user to guess: after a reload finds an action in storage, and
    * after the link gave up. A completed action then shows as succeeded (replayed, with its data) without its input
    * being sent again.
    */
-  lookup?: (input: { path: string; key: string }) => Promise<IdempotencyOutcomeAnswer>;
+  lookup?: (
+    input: { path: string; key: string },
+    options: { signal: AbortSignal },
+  ) => Promise<IdempotencyOutcomeAnswer>;
 };
 
 /** What the form can show about the action in flight, on top of TanStack Query's mutation state. */
@@ -155,27 +158,44 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   lookupRef.current = lookup;
   const lookingUp = useRef<AbortController | undefined>(undefined);
 
-  /** Asks the lookup what became of `current`, while it stays the current action and nothing runs for it. */
+  const mounted = useRef(false);
+  useEffect(() => {
+    mounted.current = true;
+    return () => {
+      mounted.current = false;
+      lookingUp.current?.abort();
+    };
+  }, []);
+
+  /**
+   * Asks the lookup what became of `current`, while it stays the current action, nothing runs for it and the form
+   * is mounted. Returns whether it is done asking (`settled`), and what stops it.
+   */
   const reconcile = useCallback(
-    (current: Action) => {
+    (current: Action): { abort: AbortController; settled: () => boolean } | undefined => {
       const ask = lookupRef.current;
-      if (!ask || current.refused) return;
+      if (!ask || current.refused || !mounted.current) return undefined;
       lookingUp.current?.abort();
       const abort = new AbortController();
       lookingUp.current = abort;
-      settledOutcome(ask, { path, key: current.key }, abort.signal).then((outcome) => {
-        if (abort.signal.aborted || action.current?.key !== current.key || running.current || !outcome) return;
+      const applies = () =>
+        !abort.signal.aborted && mounted.current && action.current?.key === current.key && !running.current;
+      let done = false;
+      settledOutcome(ask, { path, key: current.key }, abort.signal, (outcome) => {
+        if (!applies()) return;
         if (outcome.state === "failed") {
           // A stored refusal: pressing again is a new attempt, as when the hook saw the refusal itself.
           action.current = { ...current, refused: true };
           store.write(action.current);
         }
         setFound({ key: current.key, outcome });
+      }).finally(() => {
+        done = true;
       });
+      return { abort, settled: () => done };
     },
     [path, store],
   );
-  useEffect(() => () => lookingUp.current?.abort(), []);
 
   // Read after mount, not during render: the server renders without storage, and the markup must match. Not while
   // a run is in flight: what the store holds then is that run's action.
@@ -184,11 +204,18 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     if (running.current) return;
     action.current = store.read();
     setKey(action.current?.key);
-    // Once per action found: a store made anew on every render must not ask on every render.
-    if (action.current && reconciledOnRead.current !== action.current.key) {
-      reconciledOnRead.current = action.current.key;
-      reconcile(action.current);
-    }
+    // Once per action found: a store made anew on every render must not ask on every render. A lookup this effect
+    // started and its cleanup stopped (StrictMode runs effects twice) is asked again by the next run.
+    const found = action.current;
+    if (!found || reconciledOnRead.current === found.key) return;
+    reconciledOnRead.current = found.key;
+    const asking = reconcile(found);
+    return () => {
+      if (asking && !asking.settled()) {
+        asking.abort.abort();
+        reconciledOnRead.current = undefined;
+      }
+    };
   }, [store, reconcile]);
 
   const base = procedure.mutationOptions(mutationOptions);
@@ -297,7 +324,8 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     attempt: progress.attempt,
     nextRetryAt: progress.nextRetryAt,
     replayed: progress.replayed,
-    retryable: mutation.error ? isRetryableError(mutation.error) : undefined,
+    // Once the lookup found the action refused, pressing again is a new attempt, not a retry of this one.
+    retryable: mutation.error ? outcome?.state !== "failed" && isRetryableError(mutation.error) : undefined,
     isPaused: mutation.isPaused || progress.offline,
     outcome,
   };
@@ -326,21 +354,23 @@ const LOOKUP_INTERVAL_MS = 1_000;
 const LOOKUP_ATTEMPTS = 30;
 
 /**
- * Asks `lookup` until the action is no longer running (every second, 30 times at most), or `signal` aborts.
- * Undefined when the lookup failed (it is a convenience: the key is kept, and pressing again is always safe) or
- * the action still ran after the last ask.
+ * Asks `lookup` until the action is no longer running (every second, 30 times at most), or `signal` aborts, handing
+ * each answer to `onAnswer`. A lookup that fails ends it quietly: it is a convenience, the key is kept, and pressing
+ * again is always safe.
  */
 async function settledOutcome(
   lookup: NonNullable<UseIdempotentMutationOptions<never>["lookup"]>,
   input: { path: string; key: string },
   signal: AbortSignal,
-): Promise<IdempotencyOutcomeAnswer | undefined> {
+  onAnswer: (outcome: IdempotencyOutcomeAnswer) => void,
+): Promise<void> {
   for (let attempt = 0; attempt < LOOKUP_ATTEMPTS && !signal.aborted; attempt++) {
-    const outcome = await lookup(input).catch(() => undefined);
-    if (outcome?.state !== "running") return outcome;
+    const outcome = await lookup(input, { signal }).catch(() => undefined);
+    if (!outcome || signal.aborted) return;
+    onAnswer(outcome);
+    if (outcome.state !== "running") return;
     await new Promise((resolve) => setTimeout(resolve, LOOKUP_INTERVAL_MS));
   }
-  return undefined;
 }
 
 function nextProgress(current: Progress, event: IdempotencyProgress): Progress {

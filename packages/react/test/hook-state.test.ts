@@ -13,7 +13,7 @@ import { act, cleanup, renderHook } from "@testing-library/react";
 import { createTRPCClient } from "@trpc/client";
 import { initTRPC } from "@trpc/server";
 import { createTRPCContext } from "@trpc/tanstack-react-query";
-import { createElement, type ReactNode, StrictMode } from "react";
+import { createElement, type ReactNode } from "react";
 import { renderToString } from "react-dom/server";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
@@ -87,14 +87,12 @@ function render({ storage, strict = false, onSuccess, lookup }: RenderOptions = 
   const trpcClient = createTRPCClient<Router>({
     links: [idempotencyLink<Router>({ url: "http://shop.test/trpc", fetch: fakeFetch, retry: { maxAttempts: 3 } })],
   });
-  const wrapper = ({ children }: { children: ReactNode }) => {
-    const tree = createElement(
+  const wrapper = ({ children }: { children: ReactNode }) =>
+    createElement(
       QueryClientProvider,
       { client: queryClient },
       createElement(TRPCProvider, { trpcClient, queryClient, children }),
     );
-    return strict ? createElement(StrictMode, null, tree) : tree;
-  };
   return renderHook(
     () =>
       useIdempotentMutation(useTRPC().placeOrder, {
@@ -102,7 +100,8 @@ function render({ storage, strict = false, onSuccess, lookup }: RenderOptions = 
         ...(onSuccess && { onSuccess }),
         ...(lookup && { lookup }),
       }),
-    { wrapper },
+    // StrictMode as React Testing Library applies it: a <StrictMode> in the wrapper does not run effects twice.
+    { wrapper, reactStrictMode: strict },
   );
 }
 
@@ -339,7 +338,7 @@ describe("the outcome lookup", () => {
   /** A lookup that answers from `answers` in turn (the last one again once they run out), recording what it asked. */
   function lookupAnswering(...answers: IdempotencyOutcomeAnswer[]) {
     const asked: Array<{ path: string; key: string }> = [];
-    const lookup = async (input: { path: string; key: string }) => {
+    const lookup = async (input: { path: string; key: string }, _options: { signal: AbortSignal }) => {
       asked.push(input);
       return answers[Math.min(asked.length, answers.length) - 1] as IdempotencyOutcomeAnswer;
     };
@@ -355,7 +354,7 @@ describe("the outcome lookup", () => {
     const { asked, lookup } = lookupAnswering({ state: "running" }, { state: "completed", data: { orderId: 7 } });
     const { result } = render({ lookup });
     await settle();
-    expect(result.current).toMatchObject({ key, isSuccess: false, outcome: undefined });
+    expect(result.current).toMatchObject({ key, isSuccess: false, outcome: { state: "running" } });
     await act(() => vi.advanceTimersByTimeAsync(1_000));
     expect(result.current).toMatchObject({
       key,
@@ -394,7 +393,28 @@ describe("the outcome lookup", () => {
     expect(result.current.outcome).toEqual({ state: "failed", status: 403, error: declined });
     act(() => result.current.mutate(tea));
     await settle();
+    expect(sent).toHaveLength(1);
     expect(sent[0]?.key).not.toBe(key);
+  });
+
+  it("under StrictMode (the effect that asks runs twice), still shows what it found", async () => {
+    const key = globalThis.crypto.randomUUID();
+    leftBehind(key);
+    const { lookup } = lookupAnswering({ state: "completed", data: { orderId: 7 } });
+    const { result } = render({ lookup, strict: true });
+    await settle();
+    expect(result.current).toMatchObject({ key, isSuccess: true, replayed: true, data: { orderId: 7 } });
+  });
+
+  it("stops asking once the form is gone", async () => {
+    const key = globalThis.crypto.randomUUID();
+    leftBehind(key);
+    const { asked, lookup } = lookupAnswering({ state: "running" });
+    const { unmount } = render({ lookup });
+    await settle();
+    unmount();
+    await act(() => vi.advanceTimersByTimeAsync(60_000));
+    expect(asked).toHaveLength(1);
   });
 
   it("after the link gave up, shows the action completed if the server has it", async () => {

@@ -26,6 +26,12 @@ export interface OutcomeLookupOptions<TCtx> {
   scope: (opts: { ctx: TCtx }) => string | Promise<string>;
   /** The middleware's `transformer`, so a completed result reads back with its types. */
   transformer?: IdempotencyTransformer;
+  /**
+   * The procedures that may be looked up (their paths). Default: any. Give them when procedures differ in how they
+   * are scoped (one by organisation, one by user): `scope` here is one function, and should answer only for the
+   * procedures whose middleware uses the same.
+   */
+  procedures?: readonly string[];
   /** The clock, in ms since the epoch, to tell expired records; for tests that move time. */
   now?: () => number;
 }
@@ -45,7 +51,15 @@ export function outcomeLookupInput(input: unknown): OutcomeLookupInput {
       message: `The lookup needs the procedure's path, a string of 1 to ${MAX_PATH_LENGTH} characters.`,
     });
   }
-  return { path, key: parseIdempotencyKey(typeof key === "string" ? key : undefined, path) };
+  try {
+    return { path, key: parseIdempotencyKey(typeof key === "string" ? key : undefined, path) };
+  } catch (cause) {
+    throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: "The lookup needs the key the action was sent with: 1 to 255 visible ASCII characters.",
+      cause,
+    });
+  }
 }
 
 /**
@@ -58,10 +72,15 @@ export function outcomeLookup<TCtx>({
   store,
   scope: scopeOf,
   transformer,
+  procedures,
   now = Date.now,
 }: OutcomeLookupOptions<TCtx>) {
   const output = outputTransformer(transformer);
+  const allowed = procedures && new Set(procedures);
   return async ({ ctx, input }: { ctx: TCtx; input: OutcomeLookupInput }): Promise<IdempotencyOutcomeAnswer> => {
+    if (allowed && !allowed.has(input.path)) {
+      throw new TRPCError({ code: "BAD_REQUEST", message: `Outcomes of ${input.path} cannot be looked up here.` });
+    }
     const scope = await scopeOf({ ctx });
     if (typeof scope !== "string" || scope.length === 0) {
       throw new TRPCError({
@@ -70,8 +89,9 @@ export function outcomeLookup<TCtx>({
       });
     }
     const id = { scope, path: input.path, key: input.key };
-    const peek = store.atomic?.peek;
-    const { running, record } = peek ? await peek(id) : { running: false, record: await store.get(id) };
+    const { running, record } = store.atomic?.peek
+      ? await store.atomic.peek(id)
+      : { running: false, record: await store.get(id) };
     return answerFor(running, record, now(), output);
   };
 }
@@ -83,11 +103,11 @@ function answerFor(
   output: ReturnType<typeof outputTransformer>,
 ): IdempotencyOutcomeAnswer {
   if (running) return { state: "running" };
-  if (!record || record.expiresAt <= now) return { state: "unknown" };
-  if (record.state === RecordState.IN_PROGRESS) {
-    // A lease that ended belongs to a request that died: the next one with the key takes over.
-    return record.leaseExpiresAt > now ? { state: "running" } : { state: "unknown" };
-  }
+  // A live lease holds its record even past the TTL, as the engine has it.
+  if (record?.state === RecordState.IN_PROGRESS && record.leaseExpiresAt > now) return { state: "running" };
+  // Past the TTL, or a lease that ended (its request died, or could not store its result): the next request with
+  // the key runs.
+  if (!record || record.expiresAt <= now || record.state === RecordState.IN_PROGRESS) return { state: "unknown" };
   const body = JSON.parse(record.response.body) as StoredBody;
   if (body.error) return { state: "failed", status: record.response.status, error: body.error };
   return { state: "completed", data: "result" in body ? output.deserialize(body.result) : undefined };

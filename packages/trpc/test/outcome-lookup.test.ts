@@ -4,8 +4,10 @@
  * replay would give it (types included), failed with a stored refusal, and unknown for what never committed or has
  * expired; and only ever to the action's own scope.
  */
+import { memoryStore } from "@idemkit/core";
 import { gate, openPostgres, type ServedHandler, serveFetch } from "@idemkit/testkit";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { outcomeLookup } from "../src/index.js";
 import { BUSINESS_TABLES, createApp } from "./app.js";
 import { mutate, query } from "./client.js";
 
@@ -47,7 +49,9 @@ describe.each(["atomic", "lease"] as const)("in %s mode", (mode) => {
     const { opened: release, open: letItFinish } = gate();
     app.held.set(key, release);
     const placing = mutate(app.server.url, "placeOrder", { sku: "tea", qty: 2 }, { key });
-    await expect.poll(async () => (await lookup(app.server, "placeOrder", key)).data).toEqual({ state: "running" });
+    await expect
+      .poll(async () => (await lookup(app.server, "placeOrder", key)).data, { timeout: 10_000 })
+      .toEqual({ state: "running" });
     letItFinish();
     const placed = await placing;
     expect(placed.status).toBe(200);
@@ -97,5 +101,29 @@ describe("bad input", () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe("the resolver, on the memory store", () => {
+  const at = 1_000_000;
+  const request = (key: string) => ({ id: { scope: "alice", path: "placeOrder", key }, fingerprint: "f", now: at });
+
+  it("answers running for a call whose lease outlives its TTL, as the engine holds it", async () => {
+    const store = memoryStore();
+    const key = globalThis.crypto.randomUUID();
+    await store.claim({ ...request(key), leaseExpiresAt: at + 120_000, expiresAt: at + 60_000 });
+    const lookup = outcomeLookup({ store, scope: () => "alice", now: () => at + 90_000 });
+    expect(await lookup({ ctx: {}, input: { path: "placeOrder", key } })).toEqual({ state: "running" });
+    const afterLease = outcomeLookup({ store, scope: () => "alice", now: () => at + 120_001 });
+    expect(await afterLease({ ctx: {}, input: { path: "placeOrder", key } })).toEqual({ state: "unknown" });
+  });
+
+  it("refuses a procedure outside `procedures`, whose records may be scoped another way", async () => {
+    const lookup = outcomeLookup({ store: memoryStore(), scope: () => "alice", procedures: ["placeOrder"] });
+    const key = globalThis.crypto.randomUUID();
+    await expect(lookup({ ctx: {}, input: { path: "admin.refund", key } })).rejects.toThrow(
+      "Outcomes of admin.refund cannot be looked up here.",
+    );
+    expect(await lookup({ ctx: {}, input: { path: "placeOrder", key } })).toEqual({ state: "unknown" });
   });
 });

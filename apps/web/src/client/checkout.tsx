@@ -30,7 +30,7 @@ export function Checkout() {
   const order = useIdempotentMutation(trpc.checkout.placeOrder, {
     onSettled: () => queryClient.invalidateQueries({ queryKey: trpc.checkout.orders.queryKey() }),
     // After a reload mid-order, the page asks what became of it rather than leaving the user to guess.
-    lookup: (input) => trpcClient.idempotencyOutcome.query(input),
+    lookup: (input, { signal }) => trpcClient.idempotencyOutcome.query(input, { signal }),
   });
   const now = useClock(order.nextRetryAt !== undefined);
 
