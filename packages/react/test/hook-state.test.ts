@@ -111,14 +111,20 @@ const settle = () => act(() => vi.advanceTimersByTimeAsync(0));
 const tea = { items: ["tea"] };
 const mugs = { items: ["mug", "mug"] };
 
+/** Sends an action for tea, abandons it with reset(), and starts one for `next`: where each race below begins. */
+async function abandonedThen(next: typeof tea) {
+  const rendered = render();
+  act(() => rendered.result.current.mutate(tea));
+  await settle();
+  act(() => rendered.result.current.reset());
+  act(() => rendered.result.current.mutate(next));
+  await settle();
+  return rendered;
+}
+
 describe("an action abandoned by reset()", () => {
   it("does not clear the next action's in-flight guard when it settles: a double click still sends once", async () => {
-    const { result } = render();
-    act(() => result.current.mutate(tea));
-    await settle();
-    act(() => result.current.reset());
-    act(() => result.current.mutate(tea));
-    await settle();
+    const { result } = await abandonedThen(tea);
     expect(sent).toHaveLength(2);
 
     sent[0]?.answer(200, placed(1));
@@ -149,12 +155,7 @@ describe("an action abandoned by reset()", () => {
   });
 
   it("does not mark the next action replayed when its own answer was a replay", async () => {
-    const { result } = render();
-    act(() => result.current.mutate(tea));
-    await settle();
-    act(() => result.current.reset());
-    act(() => result.current.mutate(mugs));
-    await settle();
+    const { result } = await abandonedThen(mugs);
     sent[0]?.answer(200, placed(1), { "idempotent-replayed": "true" });
     await settle();
     expect(result.current.replayed).toBe(false);
@@ -215,16 +216,29 @@ describe("the key's life", () => {
     expect(new Set(sent.map((request) => request.key)).size).toBe(3);
   });
 
-  it("after a success, the same input keeps its key (and the server replays it)", async () => {
-    const { result } = render();
-    act(() => result.current.mutate(tea));
-    await settle();
-    sent[0]?.answer(200, placed(1));
-    await settle();
-    act(() => result.current.mutate(tea));
-    await settle();
-    expect(sent[1]?.key).toBe(sent[0]?.key);
-  });
+  it.each([
+    ["", {}],
+    [
+      ", also when the app's own onSuccess throws",
+      {
+        onSuccess: () => {
+          throw new Error("navigation failed");
+        },
+      },
+    ],
+  ] satisfies Array<[string, RenderOptions]>)(
+    "after a success%s, the same input keeps its key (and the server replays it)",
+    async (_, options) => {
+      const { result } = render(options);
+      act(() => result.current.mutate(tea));
+      await settle();
+      sent[0]?.answer(200, placed(1));
+      await settle();
+      act(() => result.current.mutate(tea));
+      await settle();
+      expect(sent[1]?.key).toBe(sent[0]?.key);
+    },
+  );
 
   it("after a failure that can still succeed, the same input keeps its key", async () => {
     const { result } = render();
@@ -262,21 +276,6 @@ describe("the key's life", () => {
     act(() => result.current.mutate(tea));
     await settle();
     expect(new Set(sent.map((request) => request.key)).size).toBe(1);
-  });
-
-  it("keeps the key of a placed order when the app's own onSuccess throws", async () => {
-    const { result } = render({
-      onSuccess: () => {
-        throw new Error("navigation failed");
-      },
-    });
-    act(() => result.current.mutate(tea));
-    await settle();
-    sent[0]?.answer(200, placed(1));
-    await settle();
-    act(() => result.current.mutate(tea));
-    await settle();
-    expect(sent[1]?.key).toBe(sent[0]?.key);
   });
 
   it("records a refusal in the storage also when the storage object is new each render", async () => {
