@@ -73,9 +73,26 @@ export interface IdempotencyOutcome {
 export type IdempotencyLinkOptions<TRouter extends AnyTRPCRouter> = HTTPLinkOptions<
   TRouter["_def"]["_config"]["$types"]
 > & {
-  /** How mutations are retried; unset fields keep their defaults (5 attempts, 500 ms base, 10 s cap, 60 s in all). */
+  /**
+   * How mutations are retried; unset fields keep their defaults (5 attempts, 500 ms base, 10 s cap, 60 s in all).
+   * Waiting for the browser to come back online counts too: a failure while offline is an attempt, and the wait
+   * ends when the budget does. Longer offline windows are TanStack Query's to handle (a mutation started offline
+   * is paused before it is sent) or the app's persistence.
+   */
   retry?: Partial<RetryPolicy>;
+  /** The clock the retry waits and the budget run on. Default: the real one. For tests that move time themselves. */
+  clock?: LinkClock;
 };
+
+/** Time as the link sees it. */
+export interface LinkClock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** Resolves after `ms`, or rejects with the signal's reason once it aborts. */
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+const REAL_CLOCK: LinkClock = { now: () => Date.now(), sleep: abortableDelay };
 
 /**
  * Builds the operation context for one mutation: `client.order.place.mutate(input, { context:
@@ -100,7 +117,7 @@ export function idempotencyLink<TRouter extends AnyTRPCRouter>(
   options: IdempotencyLinkOptions<TRouter>,
 ): TRPCLink<TRouter> {
   // The router type only constrains what callers may pass (a transformer when the router has one).
-  const { retry, ...http } = options as IdempotencyLinkOptions<AnyTRPCRouter>;
+  const { retry, clock = REAL_CLOCK, ...http } = options as IdempotencyLinkOptions<AnyTRPCRouter>;
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...retry };
   return (runtime) =>
     ({ op, next }) => {
@@ -115,7 +132,7 @@ export function idempotencyLink<TRouter extends AnyTRPCRouter>(
           signal.addEventListener("abort", abortFromCaller, { once: true });
         }
         const send = (key: string) => sendOnce(http, runtime, op, key, stop.signal);
-        mutateWithRetries(call, op.path, policy, send, stop.signal).then(
+        mutateWithRetries(call, op.path, policy, clock, send, stop.signal).then(
           (envelope) => {
             observer.next(envelope);
             observer.complete();
@@ -134,13 +151,13 @@ async function mutateWithRetries(
   call: IdempotencyCall,
   path: string,
   policy: RetryPolicy,
+  clock: LinkClock,
   send: (key: string) => Promise<SendResult>,
   signal: AbortSignal,
 ): Promise<OperationResultEnvelope<unknown, TRPCClientError<AnyTRPCRouter>>> {
   const key = call.key === undefined ? newIdempotencyKey() : parseIdempotencyKey(call.key, path);
   const report = reportingSafely(call.onProgress);
-  // Time spent offline does not count against maxElapsedMs: that budget is for a server that keeps failing.
-  let budgetStartMs = Date.now();
+  const startedAtMs = clock.now();
   for (let attempt = 1; ; attempt++) {
     // An operation aborted before it started (an action the user abandoned) sends nothing.
     signal.throwIfAborted();
@@ -155,24 +172,23 @@ async function mutateWithRetries(
     const { error } = sent;
     if (signal.aborted) throw error;
     const retryable = isRetryableError(error);
-    if (retryable && statusOf(error) === undefined && isOffline()) {
+    // Offline, the next attempt waits for the browser to be back, within what is left of the budget.
+    if (retryable && statusOf(error) === undefined && isOffline() && attempt < policy.maxAttempts) {
       report({ type: "offline", key, attempt });
-      const offlineSinceMs = Date.now();
-      await whenOnline(signal);
-      budgetStartMs += Date.now() - offlineSinceMs;
-      continue;
+      const leftMs = startedAtMs + policy.maxElapsedMs - clock.now();
+      if (leftMs > 0 && (await whenOnline(leftMs, clock, signal))) continue;
+      report({ type: "failure", key, attempt, retryable, error });
+      throw error;
     }
-    const nowMs = Date.now();
+    const nowMs = clock.now();
     const retryAfterMs = retryAfterOf(error, nowMs);
-    const delayMs = retryable
-      ? nextRetryDelayMs({ attempt, startedAtMs: budgetStartMs, nowMs, retryAfterMs }, policy)
-      : undefined;
+    const delayMs = retryable ? nextRetryDelayMs({ attempt, startedAtMs, nowMs, retryAfterMs }, policy) : undefined;
     if (delayMs === undefined) {
       report({ type: "failure", key, attempt, retryable, error });
       throw error;
     }
     report({ type: "retry", key, attempt, delayMs, retryAt: nowMs + delayMs, error });
-    await abortableDelay(delayMs, signal);
+    await clock.sleep(delayMs, signal);
   }
 }
 
@@ -259,20 +275,28 @@ function isOffline(): boolean {
   return globalThis.navigator?.onLine === false && typeof globalThis.addEventListener === "function";
 }
 
-/** Resolves when the browser reports it is back online; rejects if the operation is aborted meanwhile. */
-function whenOnline(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onOnline = () => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    };
-    const onAbort = () => {
-      globalThis.removeEventListener("online", onOnline);
-      reject(signal.reason);
-    };
+/**
+ * Resolves true when the browser reports it is back online, false when `withinMs` passed first; rejects if the
+ * operation is aborted meanwhile.
+ */
+async function whenOnline(withinMs: number, clock: LinkClock, signal: AbortSignal): Promise<boolean> {
+  const done = new AbortController();
+  const stop = () => done.abort(signal.reason);
+  signal.addEventListener("abort", stop, { once: true });
+  const online = new Promise<boolean>((resolve) => {
+    const onOnline = () => resolve(true);
     globalThis.addEventListener("online", onOnline, { once: true });
-    signal.addEventListener("abort", onAbort, { once: true });
+    done.signal.addEventListener("abort", () => globalThis.removeEventListener("online", onOnline), { once: true });
   });
+  const timedOut = clock.sleep(withinMs, done.signal).then(() => false);
+  try {
+    return await Promise.race([online, timedOut]);
+  } finally {
+    signal.removeEventListener("abort", stop);
+    done.abort();
+    timedOut.catch(() => {});
+    signal.throwIfAborted();
+  }
 }
 
 function toClientError(error: unknown): TRPCClientError<AnyTRPCRouter> {
