@@ -382,9 +382,10 @@ function nextProgress(current: Progress, event: IdempotencyProgress): Progress {
     case "offline":
       return { ...current, nextRetryAt: undefined, offline: true };
     case "success":
-      return { ...current, nextRetryAt: undefined, replayed: event.replayed };
+      return { ...current, nextRetryAt: undefined, offline: false, replayed: event.replayed };
     case "failure":
-      return { ...current, nextRetryAt: undefined };
+      // The link gave up (offline past its budget, among others): nothing waits for the connection any more.
+      return { ...current, nextRetryAt: undefined, offline: false };
   }
 }
 

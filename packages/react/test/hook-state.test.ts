@@ -430,6 +430,24 @@ describe("the outcome lookup", () => {
   });
 });
 
+describe("offline", () => {
+  it("is no longer paused once the link stopped waiting for the connection: the error says to press again", async () => {
+    Object.defineProperty(window.navigator, "onLine", { configurable: true, get: () => false });
+    try {
+      const { result } = render();
+      act(() => result.current.mutate(tea));
+      await settle();
+      sent[0]?.drop();
+      await settle();
+      expect(result.current).toMatchObject({ isPaused: true, isPending: true });
+      await act(() => vi.advanceTimersByTimeAsync(60_000));
+      expect(result.current).toMatchObject({ isPaused: false, isError: true, retryable: true });
+    } finally {
+      Object.defineProperty(window.navigator, "onLine", { configurable: true, get: () => true });
+    }
+  });
+});
+
 describe("React's modes", () => {
   it("under StrictMode (effects run twice) sends one request for a double click and keeps the key", async () => {
     const first = render({ strict: true });

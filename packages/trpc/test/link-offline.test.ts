@@ -60,14 +60,14 @@ const fetchWhileOnline = async (_url: unknown, init?: { headers?: unknown }) => 
   });
 };
 
-function client(clock: LinkClock, maxAttempts = 5) {
+function client(clock: LinkClock, maxAttempts = 5, maxElapsedMs = 60_000) {
   return createTRPCClient<Router>({
     links: [
       idempotencyLink<Router>({
         url: "http://shop.test/trpc",
         fetch: fetchWhileOnline,
         clock,
-        retry: { maxAttempts, maxElapsedMs: 60_000 },
+        retry: { maxAttempts, maxElapsedMs },
       }),
     ],
   });
@@ -123,4 +123,17 @@ it("counts a failure while offline as an attempt: with none left, it fails inste
   expect(failed).toBeInstanceOf(Error);
   expect(progress.map((event) => event.type)).toEqual(["request", "failure"]);
   expect(keys).toHaveLength(1);
+});
+
+it("with no budget (maxElapsedMs: Infinity), waits for the connection however long it takes", async () => {
+  const { clock, advance, sleeping } = testClock();
+  online = false;
+  const placing = client(clock, 5, Number.POSITIVE_INFINITY).placeOrder.mutate();
+  await flush();
+  expect(sleeping).toHaveLength(0);
+  advance(10 * 24 * 3_600_000);
+  online = true;
+  window.dispatchEvent(new Event("online"));
+  expect(await placing).toEqual({ orderId: 1 });
+  expect(keys).toHaveLength(2);
 });

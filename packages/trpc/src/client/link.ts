@@ -80,7 +80,10 @@ export type IdempotencyLinkOptions<TRouter extends AnyTRPCRouter> = HTTPLinkOpti
    * is paused before it is sent) or the app's persistence.
    */
   retry?: Partial<RetryPolicy>;
-  /** The clock the retry waits and the budget run on. Default: the real one. For tests that move time themselves. */
+  /**
+   * The clock the retry waits and the budget run on, in ms since the epoch (`Retry-After` dates and `retryAt` are
+   * read against it). Default: the real one. For tests that move time themselves.
+   */
   clock?: LinkClock;
 };
 
@@ -93,6 +96,8 @@ export interface LinkClock {
 }
 
 const REAL_CLOCK: LinkClock = { now: () => Date.now(), sleep: abortableDelay };
+/** The longest delay a timer holds (2^31 - 1 ms); a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * Builds the operation context for one mutation: `client.order.place.mutate(input, { context:
@@ -174,9 +179,11 @@ async function mutateWithRetries(
     const retryable = isRetryableError(error);
     // Offline, the next attempt waits for the browser to be back, within what is left of the budget.
     if (retryable && statusOf(error) === undefined && isOffline() && attempt < policy.maxAttempts) {
-      report({ type: "offline", key, attempt });
       const leftMs = startedAtMs + policy.maxElapsedMs - clock.now();
-      if (leftMs > 0 && (await whenOnline(leftMs, clock, signal))) continue;
+      if (leftMs > 0) {
+        report({ type: "offline", key, attempt });
+        if (await whenOnline(leftMs, clock, signal)) continue;
+      }
       report({ type: "failure", key, attempt, retryable, error });
       throw error;
     }
@@ -280,6 +287,7 @@ function isOffline(): boolean {
  * operation is aborted meanwhile.
  */
 async function whenOnline(withinMs: number, clock: LinkClock, signal: AbortSignal): Promise<boolean> {
+  signal.throwIfAborted();
   const done = new AbortController();
   const stop = () => done.abort(signal.reason);
   signal.addEventListener("abort", stop, { once: true });
@@ -288,13 +296,18 @@ async function whenOnline(withinMs: number, clock: LinkClock, signal: AbortSigna
     globalThis.addEventListener("online", onOnline, { once: true });
     done.signal.addEventListener("abort", () => globalThis.removeEventListener("online", onOnline), { once: true });
   });
-  const timedOut = clock.sleep(withinMs, done.signal).then(() => false);
+  // A budget past what a timer can hold (Infinity, or over 2^31 - 1 ms, which timers cut short) waits for the
+  // connection alone, as aborting still ends it.
+  const timed = withinMs <= MAX_TIMER_MS;
+  const aborted = new Promise<never>((_, reject) => {
+    done.signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
   try {
-    return await Promise.race([online, timedOut]);
+    return await Promise.race([online, timed ? clock.sleep(withinMs, done.signal).then(() => false) : aborted]);
   } finally {
     signal.removeEventListener("abort", stop);
+    aborted.catch(() => {});
     done.abort();
-    timedOut.catch(() => {});
     signal.throwIfAborted();
   }
 }
