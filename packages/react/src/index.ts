@@ -1,4 +1,5 @@
 export type { KeyStorage } from "./action-store.js";
+export type { OutcomeLookup } from "./outcome-polling.js";
 export type {
   IdempotentMutationState,
   UseIdempotentMutationOptions,

@@ -21,6 +21,7 @@ import type { TRPCClientErrorLike } from "@trpc/client";
 import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { type Action, actionStore, defaultStorage, type KeyStorage } from "./action-store.js";
+import { type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
 
 /** The options `procedure.mutationOptions()` takes (callbacks, `meta`, `trpc`), plus where the key is kept. */
 export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable<
@@ -40,10 +41,7 @@ export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable
    * after the link gave up. A completed action then shows as succeeded (replayed, with its data) without its input
    * being sent again.
    */
-  lookup?: (
-    input: { path: string; key: string },
-    options: { signal: AbortSignal },
-  ) => Promise<IdempotencyOutcomeAnswer>;
+  lookup?: OutcomeLookup;
 };
 
 /** What the form can show about the action in flight, on top of TanStack Query's mutation state. */
@@ -347,30 +345,6 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
         }
       : state
   ) as UseIdempotentMutationResult<TDef>;
-}
-
-/** How often, and how many times, the lookup is asked again while the action is still running. */
-const LOOKUP_INTERVAL_MS = 1_000;
-const LOOKUP_ATTEMPTS = 30;
-
-/**
- * Asks `lookup` until the action is no longer running (every second, 30 times at most), or `signal` aborts, handing
- * each answer to `onAnswer`. A lookup that fails ends it quietly: it is a convenience, the key is kept, and pressing
- * again is always safe.
- */
-async function settledOutcome(
-  lookup: NonNullable<UseIdempotentMutationOptions<never>["lookup"]>,
-  input: { path: string; key: string },
-  signal: AbortSignal,
-  onAnswer: (outcome: IdempotencyOutcomeAnswer) => void,
-): Promise<void> {
-  for (let attempt = 0; attempt < LOOKUP_ATTEMPTS && !signal.aborted; attempt++) {
-    const outcome = await lookup(input, { signal }).catch(() => undefined);
-    if (!outcome || signal.aborted) return;
-    onAnswer(outcome);
-    if (outcome.state !== "running") return;
-    await new Promise((resolve) => setTimeout(resolve, LOOKUP_INTERVAL_MS));
-  }
 }
 
 function nextProgress(current: Progress, event: IdempotencyProgress): Progress {
