@@ -8,7 +8,7 @@ export type { Relay, RelayBatch, RelayEvent, RelayOptions } from "./relay.js";
 export { createRelay, purgePublishedEvents, retryDeadEvents } from "./relay.js";
 export type { IdempotencyKeysTable } from "./schema.js";
 export { idempotencyKeys, idempotencyKeysTable } from "./schema.js";
-export type { AnyPgDatabase, SqlExecutor } from "./statements.js";
+export type { AnyPgDatabase, PurgeOptions, SqlExecutor } from "./statements.js";
 export { sqlExecutor } from "./statements.js";
 export type { DrizzleStore, DrizzleStoreOptions, TransactionOf } from "./store.js";
 export { drizzleStore } from "./store.js";

@@ -10,7 +10,15 @@
  * then purge them with `purgeProcessedEvents`.
  */
 import { type ProcessedEventsTable, processedEvents } from "./outbox-schema.js";
-import { type AnyPgDatabase, isLockTimeout, namedFor, purgeInBatches, qualifiedName, run } from "./statements.js";
+import {
+  type AnyPgDatabase,
+  isLockTimeout,
+  namedFor,
+  type PurgeOptions,
+  purgeInBatches,
+  qualifiedName,
+  run,
+} from "./statements.js";
 import type { TransactionOf } from "./store.js";
 
 export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
@@ -80,12 +88,7 @@ export function purgeProcessedEvents({
   before,
   table = processedEvents,
   batchSize = 1_000,
-}: {
-  db: AnyPgDatabase;
-  before: number;
-  table?: ProcessedEventsTable;
-  batchSize?: number;
-}): Promise<number> {
+}: PurgeOptions<ProcessedEventsTable>): Promise<number> {
   return purgeInBatches(db, statementsOf(table).PURGE, before, batchSize);
 }
 

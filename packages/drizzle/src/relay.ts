@@ -8,7 +8,7 @@
 
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
 import { type OutboxEventsTable, outboxEvents } from "./outbox-schema.js";
-import { type AnyPgDatabase, purgeInBatches, qualifiedName, type Row, run } from "./statements.js";
+import { type AnyPgDatabase, type PurgeOptions, purgeInBatches, qualifiedName, type Row, run } from "./statements.js";
 
 /** What the relay reports, for logs and metrics. */
 export type RelayEvent =
@@ -237,12 +237,7 @@ export function purgePublishedEvents({
   before,
   table = outboxEvents,
   batchSize = 1_000,
-}: {
-  db: AnyPgDatabase;
-  before: number;
-  table?: OutboxEventsTable;
-  batchSize?: number;
-}): Promise<number> {
+}: PurgeOptions<OutboxEventsTable>): Promise<number> {
   return purgeInBatches(db, outboxStatements(qualifiedName(table)).PURGE, before, batchSize);
 }
 

@@ -59,6 +59,17 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
   );
 }
 
+/** What a purge of one of idemkit's tables takes: the database, the cut-off, and optionally the table and batch. */
+export interface PurgeOptions<TTable> {
+  db: AnyPgDatabase;
+  /** Rows older than this go, in ms since the epoch. */
+  before: number;
+  /** The table, when it is not the default one. */
+  table?: TTable;
+  /** Rows deleted per statement. Default 1,000. */
+  batchSize?: number;
+}
+
 /**
  * Runs a purge statement (`$1` a cut-off, `$2` a batch size; one row back with `deleted`) until a batch comes back
  * short: each batch is its own short statement, so a large purge never holds many rows at once. Returns the total.
