@@ -59,6 +59,23 @@ describe("actionStore", () => {
   });
 });
 
+describe("actionStore with tabs (sessionStorage, which a duplicated tab gets a copy of)", () => {
+  it("reads back its own tab's action, after a reload too, but not the one copied from the tab it duplicates", () => {
+    const storage = mapStorage();
+    actionStore(storage, "a", undefined, () => "tab-1").write(action);
+    expect(actionStore(storage, "a", undefined, () => "tab-1").read()).toEqual({ ...action, tab: "tab-1" });
+    expect(actionStore(storage, "a", undefined, () => "tab-2").read()).toBeUndefined();
+  });
+
+  it("reads every action while the tab is not known yet, and one written before tabs were told apart", () => {
+    const storage = mapStorage();
+    actionStore(storage, "a", undefined, () => "tab-1").write(action);
+    expect(actionStore(storage, "a", undefined, () => undefined).read()).toEqual({ ...action, tab: "tab-1" });
+    actionStore(storage, "b").write(action);
+    expect(actionStore(storage, "b", undefined, () => "tab-2").read()).toEqual(action);
+  });
+});
+
 describe("defaultStorage", () => {
   it("is undefined where there is no sessionStorage, as during server rendering", () => {
     expect(defaultStorage()).toBeUndefined();

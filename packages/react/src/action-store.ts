@@ -11,13 +11,15 @@ export interface KeyStorage {
 }
 
 /**
- * One user action: the key minted when it started, the fingerprint of the input it was started with, and whether
- * the server refused it for good (a stored 4xx): pressing again with that input is then a new attempt, with a new key.
+ * One user action: the key minted when it started, the fingerprint of the input it was started with, whether
+ * the server refused it for good (a stored 4xx): pressing again with that input is then a new attempt, with a new
+ * key, and the tab that started it, where tabs can be told apart.
  */
 export interface Action {
   key: string;
   fingerprint: string;
   refused?: true;
+  tab?: string;
 }
 
 export interface ActionStore {
@@ -38,21 +40,29 @@ export function defaultStorage(): KeyStorage | undefined {
 /**
  * An action store over `storage`, falling back to `memory` when there is none or it refuses to write (quota,
  * privacy mode): losing the reload-survival is better than losing the key. `memory` is the caller's (a component's
- * ref), so a store made again for the same component keeps what the last one held.
+ * ref), so a store made again for the same component keeps what the last one held. With `tab` (for sessionStorage,
+ * which a duplicated tab gets a copy of), actions are stamped with the tab that wrote them, and another tab's are
+ * not read: `tab()` is this tab's id, or undefined while it is not known, and then every action counts as its own.
  */
 export function actionStore(
   storage: KeyStorage | undefined,
   name: string,
   memory: { current: Action | undefined } = { current: undefined },
+  tab?: () => string | undefined,
 ): ActionStore {
   return {
     read() {
-      const stored = safely(() => storage?.getItem(name));
-      return (stored ? parseAction(stored) : undefined) ?? memory.current;
+      const text = safely(() => storage?.getItem(name));
+      const stored = text ? parseAction(text) : undefined;
+      const current = tab?.();
+      if (stored?.tab && current && stored.tab !== current) return memory.current;
+      return stored ?? memory.current;
     },
     write(action) {
-      memory.current = action;
-      safely(() => storage?.setItem(name, JSON.stringify(action)));
+      const current = tab?.();
+      const stamped = current ? { ...action, tab: current } : action;
+      memory.current = stamped;
+      safely(() => storage?.setItem(name, JSON.stringify(stamped)));
     },
     clear() {
       memory.current = undefined;
@@ -65,9 +75,14 @@ function parseAction(text: string): Action | undefined {
   try {
     const value: unknown = JSON.parse(text);
     if (typeof value !== "object" || value === null) return undefined;
-    const { key, fingerprint, refused } = value as Record<string, unknown>;
+    const { key, fingerprint, refused, tab } = value as Record<string, unknown>;
     if (typeof key !== "string" || typeof fingerprint !== "string") return undefined;
-    return refused === true ? { key, fingerprint, refused } : { key, fingerprint };
+    return {
+      key,
+      fingerprint,
+      ...(refused === true && { refused }),
+      ...(typeof tab === "string" && { tab }),
+    };
   } catch {
     return undefined;
   }

@@ -22,6 +22,7 @@ import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { type Action, actionStore, defaultStorage, type KeyStorage } from "./action-store.js";
 import { type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
+import { knownTab, sendAcrossTabs, thisTab } from "./tabs.js";
 
 /** The options `procedure.mutationOptions()` takes (callbacks, `meta`, `trpc`), plus where the key is kept. */
 export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable<
@@ -135,10 +136,12 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   const name = storageKey ?? `idemkit:${path}`;
   // The in-memory fallback lives in a ref: React may drop a memoized store, and the key must not go with it.
   const memory = useRef<Action | undefined>(undefined);
-  const store = useMemo(
-    () => actionStore(storage === "memory" ? undefined : (storage ?? defaultStorage()), name, memory),
-    [storage, name],
-  );
+  const store = useMemo(() => {
+    const chosen = storage === "memory" ? undefined : (storage ?? defaultStorage());
+    // sessionStorage is copied into a tab the browser duplicates: its actions are stamped with their tab.
+    const copiedWithTabs = chosen !== undefined && chosen === defaultStorage();
+    return actionStore(chosen, name, memory, copiedWithTabs ? () => knownTab()?.id : undefined);
+  }, [storage, name]);
 
   const [key, setKey] = useState<string | undefined>(undefined);
   const [progress, setProgress] = useState<Progress>(IDLE);
@@ -195,20 +198,28 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     [path, store],
   );
 
-  // Read after mount, not during render: the server renders without storage, and the markup must match. Not while
-  // a run is in flight: what the store holds then is that run's action.
+  // Read after mount, not during render: the server renders without storage, and the markup must match. Once the
+  // tab is known: a duplicated tab must not take the original's actions for its own. Not while a run is in
+  // flight: what the store holds then is that run's action.
   const reconciledOnRead = useRef<string | undefined>(undefined);
   useEffect(() => {
-    if (running.current) return;
-    action.current = store.read();
-    setKey(action.current?.key);
-    // Once per action found: a store made anew on every render must not ask on every render. A lookup this effect
-    // started and its cleanup stopped (StrictMode runs effects twice) is asked again by the next run.
-    const found = action.current;
-    if (!found || reconciledOnRead.current === found.key) return;
-    reconciledOnRead.current = found.key;
-    const asking = reconcile(found);
+    let asking: ReturnType<typeof reconcile>;
+    let stopped = false;
+    const read = () => {
+      if (stopped || running.current) return;
+      action.current = store.read();
+      setKey(action.current?.key);
+      // Once per action found: a store made anew on every render must not ask on every render. A lookup this
+      // effect started and its cleanup stopped (StrictMode runs effects twice) is asked again by the next run.
+      const found = action.current;
+      if (!found || reconciledOnRead.current === found.key) return;
+      reconciledOnRead.current = found.key;
+      asking = reconcile(found);
+    };
+    if (knownTab()) read();
+    else thisTab().then(read);
     return () => {
+      stopped = true;
       if (asking && !asking.settled()) {
         asking.abort.abort();
         reconciledOnRead.current = undefined;
@@ -229,14 +240,30 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
       const onProgress = (event: IdempotencyProgress) => {
         if (running.current === own) setProgress((state) => nextProgress(state, event));
       };
-      const call = { key: own.action.key, onProgress, signal: own.abort.signal };
-      const trpc = {
-        ...mutationOptions.trpc,
-        context: { ...mutationOptions.trpc?.context, ...idempotencyContext(call) },
+      const send = (key: string) => {
+        if (key !== own.action.key) {
+          // Another tab sent this input at the same moment, and this tab waited for it: its key is this action's.
+          own.action = { ...own.action, key };
+          if (running.current === own) {
+            action.current = own.action;
+            store.write(own.action);
+            setKey(key);
+          }
+        }
+        const call = { key, onProgress, signal: own.abort.signal };
+        const trpc = {
+          ...mutationOptions.trpc,
+          context: { ...mutationOptions.trpc?.context, ...idempotencyContext(call) },
+        };
+        const run = procedure.mutationOptions({ ...mutationOptions, trpc }).mutationFn;
+        if (!run) throw new Error("tRPC mutationOptions() returned no mutationFn");
+        return run(input, context);
       };
-      const run = procedure.mutationOptions({ ...mutationOptions, trpc }).mutationFn;
-      if (!run) throw new Error("tRPC mutationOptions() returned no mutationFn");
-      return run(input, context).catch((error: unknown) => {
+      const sent =
+        own.fingerprint === undefined
+          ? send(own.action.key)
+          : sendAcrossTabs(name, { key: own.action.key, fingerprint: own.fingerprint }, own.abort.signal, send);
+      return sent.catch((error: unknown) => {
         // Refused for good by the server (a stored 4xx): pressing again is a new attempt, not its replay. Decided
         // here, on the server's answer, and not on what the app's own callbacks may throw later.
         if (isStoredRefusal(error) && action.current?.key === own.action.key) {

@@ -68,6 +68,7 @@ beforeEach(() => {
   vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date"] });
   sent = [];
   sessionStorage.clear();
+  localStorage.clear();
 });
 afterEach(() => {
   cleanup();
@@ -501,3 +502,51 @@ function OrderButton() {
   const order = useIdempotentMutation(useTRPC().placeOrder, { storage: spying });
   return createElement("button", { type: "button", disabled: order.isPending }, order.key ?? "no key yet");
 }
+
+// jsdom has no Web Locks: these are the browsers without them, where tabs share in-flight actions through
+// localStorage alone. Two forms in one document share it as two tabs of one origin do. (With Web Locks, the second
+// tab waits instead of sending: tested in Chromium, e2e/tests/tabs.spec.ts.)
+describe("two tabs pressing with the same input", () => {
+  // Each tab has its own sessionStorage: the second form's is kept apart from the first's.
+  const ownSession = () => {
+    const items = new Map<string, string>();
+    return {
+      getItem: (name: string) => items.get(name) ?? null,
+      setItem: (name: string, value: string) => void items.set(name, value),
+      removeItem: (name: string) => void items.delete(name),
+    };
+  };
+
+  it("while the first tab's action is in flight: the second sends with its key, so the server runs it once", async () => {
+    const first = render();
+    const second = render({ storage: ownSession() });
+    act(() => first.result.current.mutate(tea));
+    await settle();
+    act(() => second.result.current.mutate(tea));
+    await settle();
+    expect(sent.map((request) => request.key)).toEqual([first.result.current.key, first.result.current.key]);
+    expect(second.result.current.key).toBe(first.result.current.key);
+
+    sent[0]?.answer(200, placed(7));
+    sent[1]?.answer(200, placed(7), { "idempotent-replayed": "true" });
+    await settle();
+    expect(first.result.current).toMatchObject({ isSuccess: true, replayed: false, data: { orderId: 7 } });
+    expect(second.result.current).toMatchObject({ isSuccess: true, replayed: true, data: { orderId: 7 } });
+  });
+
+  it("after the first tab's action settled, or with another input: each tab's action is its own", async () => {
+    const first = render();
+    const second = render({ storage: ownSession() });
+    act(() => first.result.current.mutate(tea));
+    await settle();
+    act(() => second.result.current.mutate(mugs));
+    await settle();
+    sent[0]?.answer(200, placed(1));
+    sent[1]?.answer(200, placed(2));
+    await settle();
+    const third = render({ storage: ownSession() });
+    act(() => third.result.current.mutate(tea));
+    await settle();
+    expect(new Set(sent.map((request) => request.key)).size).toBe(3);
+  });
+});
