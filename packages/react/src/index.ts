@@ -1,4 +1,8 @@
 export type { KeyStorage } from "./action-store.js";
+export {
+  type IdempotentMutationDefaultsOptions,
+  idempotentMutationDefaults,
+} from "./mutation-defaults.js";
 export type { OutcomeLookup } from "./outcome-polling.js";
 export type {
   IdempotentMutationState,

@@ -16,11 +16,13 @@ import {
   type UseMutateFunction,
   type UseMutationResult,
   useMutation,
+  useMutationState,
 } from "@tanstack/react-query";
 import type { TRPCClientErrorLike } from "@trpc/client";
 import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { type Action, actionStore, defaultStorage, type KeyStorage } from "./action-store.js";
+import { appCallbacks, appResult, carriedKey, carryingKey } from "./mutation-key-context.js";
 import { type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
 import { knownTab, sendAcrossTabs, thisTab } from "./tabs.js";
 
@@ -227,7 +229,11 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     };
   }, [store, reconcile]);
 
-  const base = procedure.mutationOptions(mutationOptions);
+  // The key rides in the mutation's onMutate result, so that a mutation persisted while paused offline resumes
+  // after a reload with it (see idempotentMutationDefaults).
+  const base = procedure.mutationOptions(
+    carryingKey(mutationOptions, (input) => runsByInput.current.get(input)?.action.key ?? newIdempotencyKey()),
+  );
   const mutation = useMutation({
     ...base,
     mutationFn: (input: TDef["input"], context) => {
@@ -280,6 +286,15 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     },
   });
   const { mutateAsync: startMutation, reset: resetMutation } = mutation;
+  // This action's mutation that TanStack Query restored after a reload (persisted while it waited offline, and
+  // resumed by idempotentMutationDefaults): shown as the hook's own until the user starts another action.
+  const restored = useMutationState({
+    filters: {
+      mutationKey: base.mutationKey,
+      predicate: (other) => key !== undefined && carriedKey(other.state.context) === key,
+    },
+    select: (other) => other.state,
+  }).at(-1);
 
   const mutateAsync = useCallback(
     (input: TDef["input"], callOptions?: MutateOptions<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>) => {
@@ -305,7 +320,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
       // In place before the mutation starts, so its mutationFn finds this run's key and signal.
       running.current = thisRun;
       runsByInput.current.set(input, thisRun);
-      thisRun.promise = callOptions ? startMutation(input, callOptions) : startMutation(input);
+      thisRun.promise = callOptions ? startMutation(input, appCallbacks(callOptions)) : startMutation(input);
       // Only this run's own end clears the guard: a run abandoned by reset() settles after the next one started.
       const clear = () => {
         if (running.current === thisRun) running.current = undefined;
@@ -342,6 +357,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   const outcome = found && found.key === key ? found.outcome : undefined;
   const state = {
     ...mutation,
+    context: appResult(mutation.context),
     mutate,
     mutateAsync,
     reset,
@@ -354,6 +370,18 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     isPaused: mutation.isPaused || progress.offline,
     outcome,
   };
+  if (mutation.isIdle && restored) {
+    return {
+      ...state,
+      ...restored,
+      context: appResult(restored.context),
+      isIdle: false,
+      isPending: restored.status === "pending",
+      isSuccess: restored.status === "success",
+      isError: restored.status === "error",
+      retryable: restored.error ? isRetryableError(restored.error) : undefined,
+    } as UseIdempotentMutationResult<TDef>;
+  }
   // An action the lookup found completed, while the hook has no answer of its own, shows as its replay would.
   const showsFound = outcome?.state === "completed" && !mutation.isPending && !mutation.isSuccess;
   return (

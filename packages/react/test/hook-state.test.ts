@@ -8,16 +8,17 @@
 import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 import { fingerprint } from "@idemkit/core/internal";
 import { idempotencyLink } from "@idemkit/trpc/client";
-import { onlineManager, QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { dehydrate, hydrate, onlineManager, QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { act, cleanup, renderHook } from "@testing-library/react";
 import { createTRPCClient } from "@trpc/client";
 import { initTRPC } from "@trpc/server";
-import { createTRPCContext } from "@trpc/tanstack-react-query";
+import { createTRPCContext, createTRPCOptionsProxy } from "@trpc/tanstack-react-query";
 import { createElement, type ReactNode } from "react";
 import { renderToString } from "react-dom/server";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   ActionInFlightError,
+  idempotentMutationDefaults,
   type KeyStorage,
   type UseIdempotentMutationOptions,
   useIdempotentMutation,
@@ -79,15 +80,30 @@ afterEach(() => {
 interface RenderOptions {
   storage?: KeyStorage | "memory" | (() => KeyStorage);
   strict?: boolean;
-  onSuccess?: () => void;
+  onSuccess?: (data: { orderId: number }, input: { items: string[] }, onMutateResult: unknown) => void;
+  onMutate?: (input: { items: string[] }) => unknown;
   lookup?: UseIdempotentMutationOptions<never>["lookup"];
+  /** The page's clients, when the test needs them (a page that persists its mutations, or restores them). */
+  clients?: Clients;
 }
 
-function render({ storage, strict = false, onSuccess, lookup }: RenderOptions = {}) {
-  const queryClient = new QueryClient();
-  const trpcClient = createTRPCClient<Router>({
-    links: [idempotencyLink<Router>({ url: "http://shop.test/trpc", fetch: fakeFetch, retry: { maxAttempts: 3 } })],
-  });
+interface Clients {
+  queryClient: QueryClient;
+  trpcClient: ReturnType<typeof createTRPCClient<Router>>;
+}
+
+/** A page's tRPC and TanStack Query clients, with the real link, sending through the test's `fetch`. */
+function clientsOfAPage(): Clients {
+  return {
+    queryClient: new QueryClient(),
+    trpcClient: createTRPCClient<Router>({
+      links: [idempotencyLink<Router>({ url: "http://shop.test/trpc", fetch: fakeFetch, retry: { maxAttempts: 3 } })],
+    }),
+  };
+}
+
+function render({ storage, strict = false, onSuccess, onMutate, lookup, clients }: RenderOptions = {}) {
+  const { queryClient, trpcClient } = clients ?? clientsOfAPage();
   const wrapper = ({ children }: { children: ReactNode }) =>
     createElement(
       QueryClientProvider,
@@ -99,6 +115,7 @@ function render({ storage, strict = false, onSuccess, lookup }: RenderOptions = 
       useIdempotentMutation(useTRPC().placeOrder, {
         ...(storage !== undefined && { storage: typeof storage === "function" ? storage() : storage }),
         ...(onSuccess && { onSuccess }),
+        ...(onMutate && { onMutate }),
         ...(lookup && { lookup }),
       }),
     // StrictMode as React Testing Library applies it: a <StrictMode> in the wrapper does not run effects twice.
@@ -548,5 +565,60 @@ describe("two tabs pressing with the same input", () => {
     act(() => third.result.current.mutate(tea));
     await settle();
     expect(new Set(sent.map((request) => request.key)).size).toBe(3);
+  });
+});
+
+describe("a mutation persisted while it waited offline (persistQueryClient)", () => {
+  /** What the page persists before it goes away: TanStack Query's own dehydration, through JSON as a storage has it. */
+  const persisted = (queryClient: QueryClient) => JSON.parse(JSON.stringify(dehydrate(queryClient)));
+
+  it("resumes after the reload with the key it was started with, through idempotentMutationDefaults", async () => {
+    onlineManager.setOnline(false);
+    const before = clientsOfAPage();
+    const page = render({ clients: before });
+    act(() => page.result.current.mutate(tea));
+    await settle();
+    expect(page.result.current.isPaused).toBe(true);
+    const key = page.result.current.key;
+    const saved = persisted(before.queryClient);
+    expect(saved.mutations).toHaveLength(1);
+    page.unmount();
+
+    // The reloaded page: defaults first, then the restore, then the restored mutation resumes.
+    const after = clientsOfAPage();
+    const trpc = createTRPCOptionsProxy<Router>({ client: after.trpcClient, queryClient: after.queryClient });
+    const settled = vi.fn();
+    after.queryClient.setMutationDefaults(
+      trpc.placeOrder.mutationKey(),
+      idempotentMutationDefaults(trpc.placeOrder, { onSettled: settled }),
+    );
+    hydrate(after.queryClient, saved);
+    const reloaded = render({ clients: after });
+    await settle();
+    expect(reloaded.result.current).toMatchObject({ key, isPending: true, isPaused: true });
+    act(() => onlineManager.setOnline(true));
+    await settle();
+    await act(() => after.queryClient.resumePausedMutations());
+    expect(sent.map((request) => [request.key, JSON.parse(request.body)])).toEqual([[key, tea]]);
+
+    sent[0]?.answer(200, placed(3));
+    await settle();
+    expect(reloaded.result.current).toMatchObject({ key, isSuccess: true, data: { orderId: 3 } });
+    expect(settled).toHaveBeenCalledTimes(1);
+    // Pressed again with the same cart: the same action, replayed by the server, never a second order.
+    act(() => reloaded.result.current.mutate(tea));
+    await settle();
+    expect(sent.map((request) => request.key)).toEqual([key, key]);
+  });
+
+  it("keeps the app's own onMutate result for its callbacks and its state, beside the key", async () => {
+    const seen = vi.fn();
+    const { result } = render({ onMutate: () => ({ optimistic: "tea" }), onSuccess: (_d, _i, own) => seen(own) });
+    act(() => result.current.mutate(tea));
+    await settle();
+    sent[0]?.answer(200, placed(1));
+    await settle();
+    expect(seen).toHaveBeenCalledWith({ optimistic: "tea" });
+    expect(result.current.context).toEqual({ optimistic: "tea" });
   });
 });

@@ -1,0 +1,85 @@
+/**
+ * Where an action's key rides with its mutation, so that a mutation TanStack Query persisted while it waited offline
+ * resumes after a reload with the key it was started with: in the mutation's `onMutate` result, the one part of a
+ * mutation that is set per call and persisted with it. The app's own `onMutate` result is kept beside the key and
+ * handed to the app's callbacks as if the key were not there.
+ */
+import type { MutationFunctionContext, QueryClient } from "@tanstack/react-query";
+
+/** What the `onMutate` result holds: the action's key, and the app's own `onMutate` result. */
+export interface KeyCarryingResult {
+  idemkitKey: string;
+  onMutateResult: unknown;
+}
+
+function isKeyCarrying(value: unknown): value is KeyCarryingResult {
+  return typeof value === "object" && value !== null && typeof (value as KeyCarryingResult).idemkitKey === "string";
+}
+
+/** The key a mutation carries in its `onMutate` result, if it carries one. */
+export function carriedKey(value: unknown): string | undefined {
+  return isKeyCarrying(value) ? value.idemkitKey : undefined;
+}
+
+/** The app's own `onMutate` result, out of what the mutation holds. */
+export function appResult(value: unknown): unknown {
+  return isKeyCarrying(value) ? value.onMutateResult : value;
+}
+
+/**
+ * The key of the mutation TanStack Query is running with `input`, from its `onMutate` result: `mutationFn` is handed
+ * the input and the client, not the mutation, so the mutation is found by its input (the very object it holds, also
+ * after a restore). Undefined for a mutation started without one.
+ */
+export function keyOfRunningMutation(client: QueryClient, input: unknown): string | undefined {
+  const running = client
+    .getMutationCache()
+    .getAll()
+    .filter((mutation) => mutation.state.status === "pending" && mutation.state.variables === input)
+    .map((mutation) => mutation.state.context)
+    .filter(isKeyCarrying);
+  return running.at(-1)?.idemkitKey;
+}
+
+/** Any of TanStack Query's mutation callbacks, whatever its data, error and input types. */
+type Callback = (...args: never[]) => unknown;
+type Call = (...args: unknown[]) => unknown;
+
+interface Callbacks {
+  onMutate?: Callback;
+  onSuccess?: Callback;
+  onError?: Callback;
+  onSettled?: Callback;
+}
+
+/**
+ * `options` with `onMutate` putting the key `keyFor(input)` in the mutation's `onMutate` result, and the callbacks
+ * seeing only the app's own result.
+ */
+export function carryingKey<T extends Callbacks>(options: T, keyFor: (input: unknown) => string): T {
+  const onMutate = options.onMutate as Call | undefined;
+  return {
+    ...appCallbacks(options),
+    onMutate: async (input: unknown, context: MutationFunctionContext): Promise<KeyCarryingResult> => ({
+      idemkitKey: keyFor(input),
+      onMutateResult: await onMutate?.(input, context),
+    }),
+  };
+}
+
+/**
+ * `options` with its callbacks seeing the app's own `onMutate` result instead of the one carrying the key: it is
+ * the third argument of `onSuccess` and `onError`, the fourth of `onSettled`.
+ */
+export function appCallbacks<T extends Callbacks>(options: T): T {
+  const unwrapped = (callback: Callback | undefined, at: number) =>
+    callback &&
+    ((...args: unknown[]) => (callback as Call)(...args.map((arg, index) => (index === at ? appResult(arg) : arg))));
+  const { onSuccess, onError, onSettled } = options;
+  return {
+    ...options,
+    ...(onSuccess && { onSuccess: unwrapped(onSuccess, 2) }),
+    ...(onError && { onError: unwrapped(onError, 2) }),
+    ...(onSettled && { onSettled: unwrapped(onSettled, 3) }),
+  };
+}
