@@ -93,8 +93,12 @@ test("a duplicated tab starts without the original's action, and joins it only w
   });
   const copied = await copy.evaluate((name) => sessionStorage.getItem(name), ACTION_STORAGE_KEY);
   expect(copied).toContain(String(key)); // the browser copied the original's action...
-  expect(await tabIdOf(copy)).not.toBe(await tabIdOf(page)); // ...and the copy knows it is another tab
-  await expect(statusLine(copy)).toHaveText(""); // so it neither shows the original's order nor asks about it
+  const originalTab = await tabIdOf(page);
+  await expect.poll(() => tabIdOf(copy)).not.toBe(originalTab); // ...and the copy finds it is another tab
+  // So it does not take the original's action for its own: no key, nothing shown, nothing asked.
+  await expect(statusLine(page)).toHaveAttribute("data-idempotency-key", String(key));
+  await expect(statusLine(copy)).not.toHaveAttribute("data-idempotency-key");
+  await expect(statusLine(copy)).toHaveText("");
   expect(lookups).toEqual([]);
 
   // Pressed while the original's order is in flight, on the same cart: the same order.
@@ -113,7 +117,8 @@ test("a duplicated tab starts without the original's action, and joins it only w
 
   // A copy made once the order is placed presses on its own behalf: a new order, not the original's replayed.
   const later = await duplicate(page);
-  await expect(statusLine(later)).toHaveText("");
+  await expect.poll(() => tabIdOf(later)).not.toBe(originalTab);
+  await expect(statusLine(later)).not.toHaveAttribute("data-idempotency-key");
   await placeOrderButton(later).click();
   await expect(statusLine(later)).toHaveText(/^Order placed: #\d+\.$/);
   expect(await ordersOf(page.request)).toHaveLength(2);

@@ -60,19 +60,25 @@ describe("actionStore", () => {
 });
 
 describe("actionStore with tabs (sessionStorage, which a duplicated tab gets a copy of)", () => {
+  const original = () => ({ id: "tab-1" });
+  const duplicate = () => ({ id: "tab-2", copiedFrom: "tab-1" });
+
   it("reads back its own tab's action, after a reload too, but not the one copied from the tab it duplicates", () => {
     const storage = mapStorage();
-    actionStore(storage, "a", undefined, () => "tab-1").write(action);
-    expect(actionStore(storage, "a", undefined, () => "tab-1").read()).toEqual({ ...action, tab: "tab-1" });
-    expect(actionStore(storage, "a", undefined, () => "tab-2").read()).toBeUndefined();
+    actionStore(storage, "a", undefined, original).write(action);
+    expect(actionStore(storage, "a", undefined, original).read()).toEqual({ ...action, tab: "tab-1" });
+    expect(actionStore(storage, "a", undefined, duplicate).read()).toBeUndefined();
+    actionStore(storage, "a", undefined, duplicate).write(action);
+    expect(actionStore(storage, "a", undefined, duplicate).read()).toEqual({ ...action, tab: "tab-2" });
   });
 
-  it("reads every action while the tab is not known yet, and one written before tabs were told apart", () => {
+  it("counts an action as its own while the tab is not known, and one another tab wrote unless copied from it", () => {
     const storage = mapStorage();
-    actionStore(storage, "a", undefined, () => "tab-1").write(action);
+    actionStore(storage, "a", undefined, original).write(action);
     expect(actionStore(storage, "a", undefined, () => undefined).read()).toEqual({ ...action, tab: "tab-1" });
+    expect(actionStore(storage, "a", undefined, () => ({ id: "tab-3" })).read()).toEqual({ ...action, tab: "tab-1" });
     actionStore(storage, "b").write(action);
-    expect(actionStore(storage, "b", undefined, () => "tab-2").read()).toEqual(action);
+    expect(actionStore(storage, "b", undefined, duplicate).read()).toEqual(action);
   });
 });
 

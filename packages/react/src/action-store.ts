@@ -1,8 +1,10 @@
 /**
  * Where a form's current action (its key, and which input it was for) lives between renders, remounts and page
- * reloads. sessionStorage by default: it survives a reload but not the tab, and is never shared between tabs,
- * which is exactly the life of "this user pressing this button".
+ * reloads. sessionStorage by default: it survives a reload but not the tab, which is exactly the life of "this
+ * user pressing this button". A tab the browser duplicates gets a copy: actions are stamped with their tab for that.
  */
+import type { TabIdentity } from "./tabs.js";
+
 /** The minimal storage a hook needs: `sessionStorage`, `localStorage`, or your own. */
 export interface KeyStorage {
   getItem(name: string): string | null;
@@ -41,25 +43,26 @@ export function defaultStorage(): KeyStorage | undefined {
  * An action store over `storage`, falling back to `memory` when there is none or it refuses to write (quota,
  * privacy mode): losing the reload-survival is better than losing the key. `memory` is the caller's (a component's
  * ref), so a store made again for the same component keeps what the last one held. With `tab` (for sessionStorage,
- * which a duplicated tab gets a copy of), actions are stamped with the tab that wrote them, and another tab's are
- * not read: `tab()` is this tab's id, or undefined while it is not known, and then every action counts as its own.
+ * which a duplicated tab gets a copy of), actions are stamped with the tab that wrote them, and those of the live
+ * tab this one was copied from are not read. `tab()` is undefined while the tab is not known: every action then
+ * counts as this tab's own, the side on which nothing runs twice.
  */
 export function actionStore(
   storage: KeyStorage | undefined,
   name: string,
   memory: { current: Action | undefined } = { current: undefined },
-  tab?: () => string | undefined,
+  tab?: () => TabIdentity | undefined,
 ): ActionStore {
   return {
     read() {
       const text = safely(() => storage?.getItem(name));
       const stored = text ? parseAction(text) : undefined;
-      const current = tab?.();
-      if (stored?.tab && current && stored.tab !== current) return memory.current;
+      const copiedFrom = tab?.()?.copiedFrom;
+      if (stored?.tab && stored.tab === copiedFrom) return memory.current;
       return stored ?? memory.current;
     },
     write(action) {
-      const current = tab?.();
+      const current = tab?.()?.id;
       const stamped = current ? { ...action, tab: current } : action;
       memory.current = stamped;
       safely(() => storage?.setItem(name, JSON.stringify(stamped)));

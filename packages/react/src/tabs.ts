@@ -1,89 +1,147 @@
 /**
  * What tabs share and what each keeps to itself. An action belongs to the tab that started it: a tab the browser
- * duplicated (its sessionStorage copied) starts with none of the original's actions. But two tabs pressing with the
- * same input at once are one action: the second waits for the first and sends with its key, so it replays.
+ * duplicated (its sessionStorage copied) does not take the original's actions for its own. But two tabs pressing with
+ * the same input at once are one action: the second waits for the first and sends with its key, so it replays.
+ * Wherever a tab cannot tell, it errs on the side that never runs an action twice: the action is its own.
  */
 
-/** Held by a tab for its whole life, named after its id: a duplicate finds its copied id's lock taken. */
 const TAB_LOCK = "idemkit:tab:";
 const TAB_ID = "idemkit-tab";
 const TAB_CHANNEL = "idemkit:tabs";
 /**
- * How long a tab that finds its id's lock taken waits for it before it concludes it is a duplicate, in case the
- * holder is the page it reloads, still unloading. A live original answers on the channel at once, well before.
+ * How long a tab that finds its id's lock taken waits for an answer from a live tab holding it before it counts the
+ * id as its own: the holder may be the page it reloads, on its way out (a live original answers within ms).
  */
 const RELOAD_GRACE_MS = 1_000;
-/** Without Web Locks, how long another tab's action counts as in flight (the link's default budget). */
+/** How long another tab's action, started and not yet settled, counts as in flight (the link's default budget). */
 const IN_FLIGHT_MS = 60_000;
 
-let identity: Promise<string | undefined> | undefined;
-let known: { id: string | undefined } | undefined;
-
-/** This tab's id once it is known (see {@link thisTab}); undefined while it is still being found. */
-export function knownTab(): { id: string | undefined } | undefined {
-  return known;
+/** This tab's id, and the id it was copied with when it turned out to be a duplicate of a live tab. */
+export interface TabIdentity {
+  id: string | undefined;
+  copiedFrom?: string;
 }
 
 /**
- * This tab's id, kept in sessionStorage across reloads, and a new one when the tab turns out to be a duplicate of a
- * live tab. Undefined where tabs cannot be told apart (no sessionStorage or no Web Locks: the server, old browsers).
- * Asked once per page; a reload resolves in a few ms, a duplicate as soon as its original answers.
+ * One per document, also when a bundle is loaded twice (hot reloading): a second copy would take the first for
+ * another tab.
  */
-export function thisTab(): Promise<string | undefined> {
-  if (!identity) {
+interface DocumentTabs {
+  identity?: Promise<TabIdentity>;
+  known?: TabIdentity;
+}
+const TABS = Symbol.for("idemkit.tabs");
+function documentTabs(): DocumentTabs {
+  const global = globalThis as { [TABS]?: DocumentTabs };
+  global[TABS] ??= {};
+  return global[TABS];
+}
+
+/** This tab's identity once it is known (see {@link thisTab}); undefined while it is still being found. */
+export function knownTab(): TabIdentity | undefined {
+  return documentTabs().known;
+}
+
+/**
+ * This tab's identity: its id, kept in sessionStorage across reloads, and a new one when a live tab answers for the
+ * id it found there (it is a duplicate). No id where tabs cannot be told apart: no sessionStorage or Web Locks, the
+ * server, a frame inside a page (it shares the page's sessionStorage, and is not a tab). Asked once per document; a
+ * reload resolves in a few ms, a duplicate as soon as its original answers, a doubtful case in a second.
+ */
+export function thisTab(): Promise<TabIdentity> {
+  const tabs = documentTabs();
+  if (!tabs.identity) {
     const locks = webLocks();
-    const storage = sessionStorageOrUndefined();
-    if (!locks || !storage) known = { id: undefined };
-    identity = locks && storage ? findIdentity(locks, storage) : Promise.resolve(undefined);
-    identity.then((id) => {
-      known = { id };
+    const storage = storageOrUndefined("sessionStorage");
+    const topLevel = typeof window !== "undefined" && window.top === window;
+    if (!locks || !storage || !topLevel) tabs.known = { id: undefined };
+    tabs.identity = (
+      tabs.known ? Promise.resolve(tabs.known) : findIdentity(locks as LockManager, storage as Storage)
+    ).catch(() => ({ id: undefined }));
+    tabs.identity.then((identity) => {
+      tabs.known = identity;
     });
   }
-  return identity;
+  return tabs.identity;
 }
 
-async function findIdentity(locks: LockManager, storage: Storage): Promise<string> {
+async function findIdentity(locks: LockManager, storage: Storage): Promise<TabIdentity> {
+  // A page prerendered for a navigation not made yet is not a tab until it is shown.
+  if ((document as { prerendering?: boolean }).prerendering) {
+    await new Promise((shown) => document.addEventListener("prerenderingchange", shown, { once: true }));
+  }
   const copied = storage.getItem(TAB_ID);
-  if (copied && (await claimTab(locks, copied))) return copied;
+  if (copied && (await claimTab(locks, copied)) === "mine") return { id: copied };
   const id = globalThis.crypto.randomUUID();
   storage.setItem(TAB_ID, id);
-  await claimTab(locks, id);
-  return id;
+  claimTab(locks, id);
+  return copied ? { id, copiedFrom: copied } : { id };
 }
 
-/** Takes `id`'s lock for the page's life, unless a live tab holds it. */
-function claimTab(locks: LockManager, id: string): Promise<boolean> {
-  return new Promise<boolean>((claimed) => {
-    const hold = (lock: Lock | null) => {
+/**
+ * Takes `id`'s lock, and answers for it, while the page is shown. "duplicate" only when a live tab answered for it:
+ * without an answer the id is this tab's, and the lock is taken once whoever holds it lets go.
+ */
+function claimTab(locks: LockManager, id: string): Promise<"mine" | "duplicate"> {
+  return new Promise((verdict) => {
+    const held = (lock: Lock | null) => {
       if (!lock) return false;
-      claimed(true);
-      answerFor(id);
-      return new Promise<never>(() => {});
+      verdict("mine");
+      return holdWhileShown(locks, id);
     };
-    locks.request(TAB_LOCK + id, { ifAvailable: true }, hold).then(() => {
-      // Taken: by the page this one reloads, on its way out, or by the live tab this one duplicates.
-      const giveUp = new AbortController();
-      setTimeout(() => giveUp.abort(), RELOAD_GRACE_MS);
-      askWhetherAlive(id, () => giveUp.abort());
-      locks.request(TAB_LOCK + id, { signal: giveUp.signal }, hold).catch(() => claimed(false));
-    });
+    locks.request(TAB_LOCK + id, { ifAvailable: true }, held).then(
+      (got) => {
+        if (got !== false) return;
+        const answered = new AbortController();
+        askWhetherAlive(id, () => {
+          answered.abort();
+          verdict("duplicate");
+        });
+        setTimeout(() => verdict("mine"), RELOAD_GRACE_MS);
+        locks.request(TAB_LOCK + id, { signal: answered.signal }, held).catch(() => {});
+      },
+      // The Locks API denied (an opaque origin, site data blocked): nothing tells tabs apart.
+      () => verdict("mine"),
+    );
   });
 }
 
-/** The tab holding `id` answers a duplicate's question at once, rather than letting it wait out the grace. */
-function answerFor(id: string): void {
-  if (typeof BroadcastChannel === "undefined") return;
-  const channel = new BroadcastChannel(TAB_CHANNEL);
-  channel.onmessage = (event: MessageEvent<{ alive?: string }>) => {
-    if (event.data.alive === id) channel.postMessage({ here: id });
-  };
+/**
+ * Holds the tab's lock and answers for its id until the page is hidden: a page holding a lock cannot enter the
+ * back/forward cache, and a page on its way out must not answer for the page that reloads it. Both are taken again
+ * when the page comes back from that cache.
+ */
+function holdWhileShown(locks: LockManager, id: string): Promise<void> {
+  const channel = typeof BroadcastChannel === "undefined" ? undefined : new BroadcastChannel(TAB_CHANNEL);
+  if (channel) {
+    channel.onmessage = (event: MessageEvent<{ alive?: string } | null>) => {
+      if (event.data?.alive === id) channel.postMessage({ here: id });
+    };
+  }
+  return new Promise((release) => {
+    addEventListener(
+      "pagehide",
+      () => {
+        channel?.close();
+        release();
+        addEventListener(
+          "pageshow",
+          (event) => {
+            if (event.persisted) locks.request(TAB_LOCK + id, () => holdWhileShown(locks, id)).catch(() => {});
+          },
+          { once: true },
+        );
+      },
+      { once: true },
+    );
+  });
 }
 
 function askWhetherAlive(id: string, onAnswer: () => void): void {
   if (typeof BroadcastChannel === "undefined") return;
   const channel = new BroadcastChannel(TAB_CHANNEL);
-  channel.onmessage = (event: MessageEvent<{ here?: string }>) => {
-    if (event.data.here !== id) return;
+  channel.onmessage = (event: MessageEvent<{ here?: string } | null>) => {
+    if (event.data?.here !== id) return;
     channel.close();
     onAnswer();
   };
@@ -91,61 +149,81 @@ function askWhetherAlive(id: string, onAnswer: () => void): void {
   setTimeout(() => channel.close(), RELOAD_GRACE_MS);
 }
 
-/** Another tab's action with the same input, as it left it: the key it sends with, and until when it is in flight. */
+/**
+ * An action with some input, as the last form to send it left it: its key, the form that sent it, when it started
+ * and when it settled (never, if its page died first).
+ */
 interface SharedAction {
   key: string;
-  fingerprint: string;
-  inFlightUntil: number;
+  sender: string;
+  startedAt: number;
+  settledAt?: number;
 }
 
 /**
  * Sends an action (`send(key)`) so that tabs pressing with the same input at once send it once. With Web Locks, the
  * action holds a lock named after its input while it is sent; a tab that finds it taken waits for it, then sends
- * with the key the holder used, which replays its answer. Without them, a tab adopts the key of another tab's
- * action with the same input that is still in flight, and the server makes the two one. `name` is the form's
- * storage name; `signal` stops the wait.
+ * with the key the holder used, which replays its answer. Without them, a tab adopts the key of another tab's action
+ * with the same input still in flight, and the server makes the two one. Never the key of an action the same form
+ * sent (`sender`: one abandoned with reset() is not the next one), nor of one settled before this one asked. `name`
+ * is the form's storage name; `signal` stops the wait.
  */
 export async function sendAcrossTabs<T>(
   name: string,
+  sender: string,
   action: { key: string; fingerprint: string },
   signal: AbortSignal,
   send: (key: string) => Promise<T>,
 ): Promise<T> {
-  const shared = localStorageOrUndefined();
-  const sharedName = `${name}:across-tabs`;
+  const shared = storageOrUndefined("localStorage");
+  const entry = `idemkit:across-tabs:${name}:${action.fingerprint}`;
+  const lock = entry;
+  const asked = Date.now();
   const sendShared = async (key: string) => {
-    writeShared(shared, sharedName, { key, fingerprint: action.fingerprint, inFlightUntil: Date.now() + IN_FLIGHT_MS });
+    const sent: SharedAction = { key, sender, startedAt: Date.now() };
+    writeShared(shared, entry, sent);
     try {
       return await send(key);
     } finally {
-      writeShared(shared, sharedName, { key, fingerprint: action.fingerprint, inFlightUntil: 0 });
+      writeShared(shared, entry, { ...sent, settledAt: Date.now() });
+      forgetSettled(shared, `idemkit:across-tabs:${name}:`);
     }
   };
+  const another = (accept: (other: SharedAction) => boolean) => {
+    const other = readShared(shared, entry);
+    return other && other.sender !== sender && accept(other) ? other.key : action.key;
+  };
+  const inFlight = (other: SharedAction) =>
+    other.settledAt === undefined && other.startedAt > Date.now() - IN_FLIGHT_MS;
+
   const locks = webLocks();
-  if (!locks) {
-    const other = readShared(shared, sharedName);
-    const inFlight = other?.fingerprint === action.fingerprint && other.inFlightUntil > Date.now();
-    return sendShared(inFlight ? other.key : action.key);
+  if (!locks) return sendShared(another(inFlight));
+  let granted = false;
+  try {
+    const alone = await locks.request(lock, { ifAvailable: true }, async (held) => {
+      granted = held !== null;
+      return held ? { sent: await sendShared(action.key) } : undefined;
+    });
+    if (alone) return alone.sent;
+    return await locks.request(lock, { signal }, () => {
+      granted = true;
+      // The tab this one waited for settled after it asked; one that died sending is still in flight.
+      return sendShared(another((other) => (other.settledAt ?? -1) >= asked || inFlight(other)));
+    });
+  } catch (error) {
+    // Refused before it was granted (the Locks API denied to this page): sent as it is, protected by its own key.
+    if (granted || signal.aborted) throw error;
+    return sendShared(action.key);
   }
-  const lockName = `${name}:${action.fingerprint}`;
-  const alone = await locks.request(lockName, { ifAvailable: true }, async (lock) =>
-    lock ? { sent: await sendShared(action.key) } : undefined,
-  );
-  if (alone) return alone.sent;
-  return locks.request(lockName, { signal }, () => {
-    const other = readShared(shared, sharedName);
-    return sendShared(other?.fingerprint === action.fingerprint ? other.key : action.key);
-  });
 }
 
 function readShared(storage: Storage | undefined, name: string): SharedAction | undefined {
   try {
     const value: unknown = JSON.parse(storage?.getItem(name) ?? "null");
     if (typeof value !== "object" || value === null) return undefined;
-    const { key, fingerprint, inFlightUntil } = value as Record<string, unknown>;
-    return typeof key === "string" && typeof fingerprint === "string" && typeof inFlightUntil === "number"
-      ? { key, fingerprint, inFlightUntil }
-      : undefined;
+    const { key, sender, startedAt, settledAt } = value as Record<string, unknown>;
+    if (typeof key !== "string" || typeof sender !== "string" || typeof startedAt !== "number") return undefined;
+    return typeof settledAt === "number" ? { key, sender, startedAt, settledAt } : { key, sender, startedAt };
   } catch {
     return undefined;
   }
@@ -159,21 +237,27 @@ function writeShared(storage: Storage | undefined, name: string, action: SharedA
   }
 }
 
+/** Drops the form's entries no tab can adopt any more, so that localStorage does not keep one per input ever sent. */
+function forgetSettled(storage: Storage | undefined, prefix: string): void {
+  try {
+    const names = Array.from({ length: storage?.length ?? 0 }, (_, index) => storage?.key(index));
+    for (const name of names) {
+      if (!name?.startsWith(prefix)) continue;
+      const other = readShared(storage, name);
+      if (!other || (other.settledAt ?? other.startedAt) < Date.now() - IN_FLIGHT_MS) storage?.removeItem(name);
+    }
+  } catch {
+    // Blocked storage: nothing was kept either.
+  }
+}
+
 function webLocks(): LockManager | undefined {
   return typeof navigator === "undefined" ? undefined : navigator.locks;
 }
 
-function sessionStorageOrUndefined(): Storage | undefined {
+function storageOrUndefined(which: "sessionStorage" | "localStorage"): Storage | undefined {
   try {
-    return globalThis.sessionStorage ?? undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function localStorageOrUndefined(): Storage | undefined {
-  try {
-    return globalThis.localStorage ?? undefined;
+    return globalThis[which] ?? undefined;
   } catch {
     return undefined;
   }

@@ -142,7 +142,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     const chosen = storage === "memory" ? undefined : (storage ?? defaultStorage());
     // sessionStorage is copied into a tab the browser duplicates: its actions are stamped with their tab.
     const copiedWithTabs = chosen !== undefined && chosen === defaultStorage();
-    return actionStore(chosen, name, memory, copiedWithTabs ? () => knownTab()?.id : undefined);
+    return actionStore(chosen, name, memory, copiedWithTabs ? knownTab : undefined);
   }, [storage, name]);
 
   const [key, setKey] = useState<string | undefined>(undefined);
@@ -154,6 +154,8 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
    * key and signal whenever TanStack calls it (later, for a mutation paused while offline), never the next run's.
    */
   const runsByInput = useRef(new Map<unknown, Running<TDef["output"]>>());
+  /** This form, as the sender of its actions to other tabs: it never adopts the key of an action it sent itself. */
+  const [sender] = useState(newIdempotencyKey);
 
   /** What the lookup found, for the action with `key`. */
   const [found, setFound] = useState<{ key: string; outcome: IdempotencyOutcomeAnswer }>();
@@ -268,7 +270,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
       const sent =
         own.fingerprint === undefined
           ? send(own.action.key)
-          : sendAcrossTabs(name, { key: own.action.key, fingerprint: own.fingerprint }, own.abort.signal, send);
+          : sendAcrossTabs(name, sender, { key: own.action.key, fingerprint: own.fingerprint }, own.abort.signal, send);
       return sent.catch((error: unknown) => {
         // Refused for good by the server (a stored 4xx): pressing again is a new attempt, not its replay. Decided
         // here, on the server's answer, and not on what the app's own callbacks may throw later.

@@ -551,6 +551,20 @@ describe("two tabs pressing with the same input", () => {
     expect(second.result.current).toMatchObject({ isSuccess: true, replayed: true, data: { orderId: 7 } });
   });
 
+  it("never adopts its own abandoned action: after reset(), the same input is a new action with a new key", async () => {
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    act(() => {
+      result.current.reset();
+      result.current.mutate(tea);
+    });
+    await settle();
+    expect(sent).toHaveLength(2);
+    expect(sent[1]?.key).not.toBe(sent[0]?.key);
+    expect(sent[1]?.key).toBe(result.current.key);
+  });
+
   it("after the first tab's action settled, or with another input: each tab's action is its own", async () => {
     const first = render();
     const second = render({ storage: ownSession() });

@@ -97,7 +97,8 @@ export function Checkout() {
             </button>
           )}
         </div>
-        <p role="status" className={`status ${order.status}`}>
+        {/* The action's key, for anyone inspecting the page (and the browser tests) to see which action it shows. */}
+        <p role="status" className={`status ${order.status}`} data-idempotency-key={order.key}>
           {statusLine({ ...order, orderId: order.data?.orderId, errorMessage: order.error?.message }, now)}
         </p>
       </section>
