@@ -6,7 +6,8 @@ import { memoryStore } from "@idemkit/core";
 import type { describeStoreConformance } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
 import { createJobs, type jobIdFor } from "@idemkit/pg-boss";
-import type { useIdempotentMutation } from "@idemkit/react";
+import type { idempotentMutationDefaults, useIdempotentMutation } from "@idemkit/react";
+import { redisStore } from "@idemkit/redis";
 import { idempotency, type withIdempotencyKey } from "@idemkit/trpc";
 import { idempotencyContext, idempotencyLink } from "@idemkit/trpc/client";
 
@@ -17,6 +18,7 @@ export type Entries = [
   typeof idempotencyKeys,
   typeof jobIdFor,
   typeof useIdempotentMutation,
+  typeof idempotentMutationDefaults,
   typeof withIdempotencyKey,
   typeof idempotencyLink,
 ];
@@ -32,4 +34,6 @@ export function misuse(): void {
   drizzleStore({});
   // @ts-expect-error jobs need a pg-boss and a database
   createJobs({});
+  // @ts-expect-error the store needs a Redis client
+  redisStore({});
 }

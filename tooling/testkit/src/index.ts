@@ -16,4 +16,6 @@ export { gate } from "./gate.js";
 export type { FetchHandler, ServedHandler } from "./http.js";
 export { serveFetch } from "./http.js";
 export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";
-export { createDatabase, startPostgres } from "./postgres.js";
+export { createDatabase, freePort, startPostgres } from "./postgres.js";
+export type { RunningRedis } from "./redis.js";
+export { startRedis } from "./redis.js";

@@ -138,7 +138,8 @@ function ensurePostgresUser(): void {
   }
 }
 
-function freePort(): Promise<number> {
+/** A TCP port nothing listens on now, on loopback. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once("error", reject);

@@ -1,0 +1,117 @@
+/**
+ * The few commands the store sends, over whichever client the app already has: node-redis (`redis`, from
+ * `createClient` or `createCluster`) or ioredis (`new Redis`, `new Cluster`). Told apart by their method names;
+ * typed by shape, so neither client is a dependency.
+ */
+import type { Script } from "./scripts.js";
+
+type Reply = Promise<unknown>;
+
+/** node-redis 5 and 6: a client from `createClient()`, or a cluster from `createCluster()`. */
+export interface NodeRedisClient {
+  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Reply;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Reply;
+  hGetAll(key: string): Reply;
+}
+
+/** ioredis 5 and 6: `new Redis()`, or `new Cluster()`. */
+export interface IoRedisClient {
+  evalsha(sha: string, numberOfKeys: number, ...keysAndArguments: string[]): Reply;
+  eval(script: string, numberOfKeys: number, ...keysAndArguments: string[]): Reply;
+  hgetall(key: string): Reply;
+}
+
+/** A Redis client the store can use: node-redis's or ioredis's, single node or Cluster. */
+export type RedisClient = NodeRedisClient | IoRedisClient;
+
+/** What the store needs of a client. */
+export interface Commands {
+  /** Runs `script` by its SHA1, loading it first when the server does not have it (a restart forgets them). */
+  run(script: Script, key: string, args: string[]): Promise<unknown>;
+  /** The record's fields, empty when it is absent. */
+  fields(key: string): Promise<Record<string, string>>;
+  /** The keys matching `pattern` on every node that holds data, `count` at a time. */
+  scan(pattern: string, count: number): AsyncIterable<string[]>;
+}
+
+export function commandsOf(client: RedisClient): Commands {
+  if ("evalSha" in client && typeof client.evalSha === "function") return nodeRedis(client);
+  if ("evalsha" in client && typeof client.evalsha === "function") return ioredis(client);
+  throw new TypeError(
+    "redisStore({ client }) takes a node-redis client (createClient, createCluster) or an ioredis one (new Redis, new Cluster).",
+  );
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith("NOSCRIPT");
+}
+
+/** Strings as both clients return them; node-redis's hGetAll answers a null-prototype object. */
+function asFields(reply: unknown): Record<string, string> {
+  return reply && typeof reply === "object" ? { ...(reply as Record<string, string>) } : {};
+}
+
+interface NodeRedisScanner {
+  scanIterator(options: { MATCH: string; COUNT: number }): AsyncIterable<string[]>;
+}
+interface NodeRedisCluster {
+  masters: unknown[];
+  nodeClient(node: unknown): NodeRedisScanner | Promise<NodeRedisScanner>;
+}
+
+function nodeRedis(client: NodeRedisClient): Commands {
+  return {
+    async run(script, key, args) {
+      const options = { keys: [key], arguments: args };
+      try {
+        return await client.evalSha(script.sha, options);
+      } catch (error) {
+        if (!isNoScript(error)) throw error;
+        return client.eval(script.source, options);
+      }
+    },
+    async fields(key) {
+      return asFields(await client.hGetAll(key));
+    },
+    async *scan(pattern, count) {
+      const cluster = client as unknown as Partial<NodeRedisCluster>;
+      const nodes: NodeRedisScanner[] = cluster.masters
+        ? await Promise.all(cluster.masters.map((master) => (cluster as NodeRedisCluster).nodeClient(master)))
+        : [client as unknown as NodeRedisScanner];
+      for (const node of nodes) yield* node.scanIterator({ MATCH: pattern, COUNT: count });
+    },
+  };
+}
+
+interface IoRedisScanner {
+  scan(cursor: string, match: "MATCH", pattern: string, countWord: "COUNT", count: number): Promise<[string, string[]]>;
+}
+
+function ioredis(client: IoRedisClient): Commands {
+  return {
+    async run(script, key, args) {
+      try {
+        return await client.evalsha(script.sha, 1, key, ...args);
+      } catch (error) {
+        if (!isNoScript(error)) throw error;
+        return client.eval(script.source, 1, key, ...args);
+      }
+    },
+    async fields(key) {
+      return asFields(await client.hgetall(key));
+    },
+    async *scan(pattern, count) {
+      const cluster = client as unknown as { nodes?: (role: "master") => IoRedisScanner[] };
+      const nodes =
+        typeof cluster.nodes === "function" ? cluster.nodes("master") : [client as unknown as IoRedisScanner];
+      for (const node of nodes) {
+        let cursor = "0";
+        do {
+          const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", count);
+          cursor = next;
+          if (keys.length > 0) yield keys;
+        } while (cursor !== "0");
+      }
+    },
+  };
+}

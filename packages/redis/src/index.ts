@@ -1,0 +1,3 @@
+export type { IoRedisClient, NodeRedisClient, RedisClient } from "./client.js";
+export type { RedisStoreOptions } from "./store.js";
+export { redisStore } from "./store.js";

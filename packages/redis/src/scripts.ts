@@ -1,0 +1,92 @@
+/**
+ * The store's Lua scripts: each of claim, complete, renew, release and purge is one script, so it reads and writes a
+ * record atomically in one round trip. A record is one hash under one key, so a script only ever touches one key
+ * (one hash slot on a Cluster).
+ *
+ * Times are the engine's (ms since the epoch, passed in): a script never decides by Redis's clock. Redis's clock
+ * only maps the record's end onto Redis's own expiry: each claim keeps the engine's clock minus Redis's (`skew`)
+ * and later writes expire the record at `max(lease, expires) - skew` on Redis's clock, so a record outlives
+ * neither its TTL nor a lease that still runs, whatever the engine's clock says (a test's, or a skewed host's).
+ *
+ * Numbers are handed back as the strings the caller wrote: Lua would print a time of 13 digits as 1.7e+12.
+ */
+import { createHash } from "node:crypto";
+
+export interface Script {
+  source: string;
+  sha: string;
+}
+
+function script(source: string): Script {
+  return { source, sha: createHash("sha1").update(source).digest("hex") };
+}
+
+/** `skew` and the expiry on Redis's clock of a record that lasts until `lease` and `expires`. */
+const EXPIRE_AT = `
+local function expire_at(key, lease, expires, skew)
+  redis.call('PEXPIREAT', key, math.max(lease, expires) - skew)
+end
+`;
+
+/**
+ * KEYS[1] the record. ARGV: fingerprint, now, lease end, expiry. Inserts it, or replaces one past its TTL (and no
+ * live lease), or takes over an in-progress one whose lease ended with the same fingerprint; otherwise returns it.
+ */
+export const CLAIM = script(`${EXPIRE_AT}
+local record = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'fence', 'lease', 'expires', 'status', 'body')
+local now = tonumber(ARGV[2])
+local function claim(fence, takeover)
+  local clock = redis.call('TIME')
+  local skew = now - (tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000))
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'state', 'in_progress', 'fingerprint', ARGV[1], 'fence', fence,
+    'lease', ARGV[3], 'expires', ARGV[4], 'skew', skew)
+  expire_at(KEYS[1], tonumber(ARGV[3]), tonumber(ARGV[4]), skew)
+  return {'claimed', fence, takeover}
+end
+if not record[1] then return claim(1, 0) end
+local fence = tonumber(record[3])
+local running = record[1] == 'in_progress'
+local lease_ended = running and tonumber(record[4]) <= now
+if tonumber(record[5]) <= now and (not running or lease_ended) then return claim(fence + 1, 0) end
+if lease_ended and record[2] == ARGV[1] then return claim(fence + 1, 1) end
+return {'exists', record[1], record[2], record[3], record[4] or '', record[5], record[6] or '', record[7] or ''}
+`);
+
+/** KEYS[1] the record. ARGV: fence, status, body, expiry. Completes it if it is in progress under that fence. */
+export const COMPLETE = script(`${EXPIRE_AT}
+local record = redis.call('HMGET', KEYS[1], 'state', 'fence', 'skew')
+if record[1] ~= 'in_progress' or record[2] ~= ARGV[1] then return 0 end
+redis.call('HDEL', KEYS[1], 'lease')
+redis.call('HSET', KEYS[1], 'state', 'completed', 'status', ARGV[2], 'body', ARGV[3], 'expires', ARGV[4])
+expire_at(KEYS[1], 0, tonumber(ARGV[4]), tonumber(record[3]))
+return 1
+`);
+
+/** KEYS[1] the record. ARGV: fence, lease end. Moves the lease of an in-progress record under that fence. */
+export const RENEW = script(`${EXPIRE_AT}
+local record = redis.call('HMGET', KEYS[1], 'state', 'fence', 'skew', 'expires')
+if record[1] ~= 'in_progress' or record[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'lease', ARGV[2])
+expire_at(KEYS[1], tonumber(ARGV[2]), tonumber(record[4]), tonumber(record[3]))
+return 1
+`);
+
+/** KEYS[1] the record. ARGV: fence. Deletes an in-progress record under that fence. */
+export const RELEASE = script(`
+local record = redis.call('HMGET', KEYS[1], 'state', 'fence')
+if record[1] ~= 'in_progress' or record[2] ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`);
+
+/** KEYS[1] a record. ARGV: now. Deletes it if it is past its TTL and no live lease holds it. */
+export const PURGE = script(`
+local record = redis.call('HMGET', KEYS[1], 'state', 'lease', 'expires')
+if not record[1] then return 0 end
+local now = tonumber(ARGV[1])
+if tonumber(record[3]) > now then return 0 end
+if record[1] == 'in_progress' and tonumber(record[2]) > now then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`);

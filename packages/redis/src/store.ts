@@ -1,0 +1,114 @@
+/**
+ * The Redis store: idemkit's store contract in lease mode over Redis, for apps that already run Redis and keep
+ * short-lived keys there, with no table to migrate. Each write is one atomic script (claim, complete, renew,
+ * release); a replay is the claim's own answer, one round trip. Records expire by Redis's own TTL.
+ *
+ * It has no atomic mode: Redis cannot share a transaction with the app's database, so a procedure's database writes
+ * and its stored response cannot commit together. Lease mode is what Redis can do: the key is claimed before the
+ * procedure runs and the response stored after, with a fenced lease so that a crashed call is taken over once its
+ * lease ends, and the late completion of the call presumed dead is refused.
+ */
+import type {
+  ClaimRequest,
+  ClaimResult,
+  IdempotencyStore,
+  RecordId,
+  StoredRecord,
+  StoredResponse,
+} from "@idemkit/core";
+import { RecordState } from "@idemkit/core";
+import { sha256Hex } from "@idemkit/core/internal";
+import { commandsOf, type RedisClient } from "./client.js";
+import { CLAIM, COMPLETE, PURGE, RELEASE, RENEW } from "./scripts.js";
+
+export interface RedisStoreOptions {
+  /**
+   * The app's Redis client: node-redis (`createClient()`, `createCluster()`) or ioredis (`new Redis()`,
+   * `new Cluster()`), connected. Give it a bounded offline queue (node-redis `disableOfflineQueue: true`, ioredis
+   * `enableOfflineQueue: false`): a command queued while Redis is away answers only once it is back, and the engine
+   * answers 503 after `storeTimeoutMs` meanwhile anyway.
+   */
+  client: RedisClient;
+  /** What every key of the store starts with. Default `idemkit:`. */
+  prefix?: string;
+}
+
+/** The store over Redis, in lease mode: `idempotency({ store: redisStore({ client }), mode: "lease" })`. */
+export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): IdempotencyStore {
+  const commands = commandsOf(client);
+  // One key per record, named by a digest of its id: any scope, path and key fit, none is readable from the key
+  // name, and the braces make the whole name the Cluster hash tag.
+  const keyOf = ({ scope, path, key }: RecordId) => `${prefix}{${sha256Hex(JSON.stringify([scope, path, key]))}}`;
+
+  return {
+    async claim(request: ClaimRequest): Promise<ClaimResult> {
+      const reply = (await commands.run(CLAIM, keyOf(request.id), [
+        request.fingerprint,
+        String(request.now),
+        String(request.leaseExpiresAt),
+        String(request.expiresAt),
+      ])) as unknown[];
+      if (reply[0] === "claimed") return { status: "claimed", fence: Number(reply[1]), takeover: reply[2] === 1 };
+      const [, state, fingerprint, fence, lease, expires, status, body] = reply.map((field) => String(field ?? ""));
+      return {
+        status: "exists",
+        record: recordOf({ state, fingerprint, fence, lease, expires, status, body }) as StoredRecord,
+      };
+    },
+
+    async complete(id: RecordId, fence: number, response: StoredResponse, expiresAt: number): Promise<boolean> {
+      const args = [String(fence), String(response.status), response.body, String(expiresAt)];
+      return (await commands.run(COMPLETE, keyOf(id), args)) === 1;
+    },
+
+    async release(id: RecordId, fence: number): Promise<boolean> {
+      return (await commands.run(RELEASE, keyOf(id), [String(fence)])) === 1;
+    },
+
+    async renew(id: RecordId, fence: number, leaseExpiresAt: number): Promise<boolean> {
+      return (await commands.run(RENEW, keyOf(id), [String(fence), String(leaseExpiresAt)])) === 1;
+    },
+
+    async get(id: RecordId): Promise<StoredRecord | undefined> {
+      return recordOf(await commands.fields(keyOf(id)));
+    },
+
+    /**
+     * Redis deletes records at their TTL by itself; this deletes those already past `now` by the engine's clock
+     * (a clock of its own in tests, or purging ahead of Redis), scanning every node, `batchSize` keys at a time.
+     */
+    async purgeExpired({ now, batchSize = 1_000 }: { now: number; batchSize?: number }): Promise<number> {
+      let purged = 0;
+      const pattern = `${prefix.replace(/[*?[\]\\]/g, "\\$&")}{*}`;
+      for await (const keys of commands.scan(pattern, batchSize)) {
+        const deleted = await Promise.all(keys.map((key) => commands.run(PURGE, key, [String(now)])));
+        purged += deleted.filter((one) => one === 1).length;
+      }
+      return purged;
+    },
+  };
+}
+
+/** A record from its hash's fields; undefined when there is none. */
+function recordOf(fields: Record<string, string | undefined>): StoredRecord | undefined {
+  const { state, fingerprint = "", fence, lease, expires, status, body = "" } = fields;
+  if (state === RecordState.IN_PROGRESS) {
+    return {
+      state,
+      fingerprint,
+      fence: Number(fence),
+      leaseExpiresAt: Number(lease),
+      expiresAt: Number(expires),
+    };
+  }
+  if (state === RecordState.COMPLETED) {
+    return {
+      state,
+      fingerprint,
+      fence: Number(fence),
+      response: { status: Number(status), body },
+      expiresAt: Number(expires),
+    };
+  }
+  return undefined;
+}
