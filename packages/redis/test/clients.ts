@@ -2,9 +2,9 @@
  * A throwaway Redis server per test file, and the two clients the store supports connected to it, set up as the
  * store's docs say (commands fail at once while Redis is away instead of queueing).
  */
-import { type RunningRedis, startRedis } from "@idemkit/testkit";
-import { Redis } from "ioredis";
-import { createClient } from "redis";
+import { type RunningRedis, type RunningRedisCluster, startRedis, startRedisCluster } from "@idemkit/testkit";
+import { Cluster, Redis } from "ioredis";
+import { createClient, createCluster } from "redis";
 import type { RedisClient } from "../src/index.js";
 
 export interface ConnectedClient {
@@ -28,5 +28,25 @@ export async function connect(name: ClientName, url: string): Promise<ConnectedC
   return { client, close: async () => void client.disconnect() };
 }
 
-export type { RunningRedis };
-export { startRedis };
+/** The same two clients, as Cluster clients seeded with every master. */
+export async function connectCluster(name: ClientName, urls: string[]): Promise<ConnectedClient> {
+  if (name === "node-redis") {
+    const cluster = createCluster({
+      rootNodes: urls.map((url) => ({ url })),
+      defaults: { disableOfflineQueue: true },
+    });
+    cluster.on("error", () => {});
+    await cluster.connect();
+    return { client: cluster, close: async () => void cluster.destroy() };
+  }
+  const cluster = new Cluster(
+    urls.map((url) => ({ host: new URL(url).hostname, port: Number(new URL(url).port) })),
+    { enableOfflineQueue: false, lazyConnect: true, redisOptions: { maxRetriesPerRequest: 0 } },
+  );
+  cluster.on("error", () => {});
+  await cluster.connect();
+  return { client: cluster, close: async () => void cluster.disconnect() };
+}
+
+export type { RunningRedis, RunningRedisCluster };
+export { startRedis, startRedisCluster };

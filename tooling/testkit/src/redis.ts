@@ -2,10 +2,16 @@
  * A real Redis server for tests and benchmarks: the one at REDIS_URL when set, else a throwaway `redis-server`
  * (Debian's package: `.ci/run` installs it) on a free loopback port, with no persistence, gone when stopped.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { freePort } from "./postgres.js";
+
+const execFileAsync = promisify(execFile);
 
 export interface RunningRedis {
   /** `redis://127.0.0.1:<port>`. */
@@ -26,12 +32,7 @@ export async function startRedis(): Promise<RunningRedis> {
   if (external) return { url: external, stop: async () => {} };
   const port = await freePort();
   let server = await launch(port);
-  const kill = async () => {
-    if (server.exitCode !== null || server.signalCode !== null) return;
-    const exited = once(server, "exit");
-    server.kill("SIGKILL");
-    await exited;
-  };
+  const kill = () => killed(server);
   return {
     url: `redis://127.0.0.1:${port}`,
     stop: kill,
@@ -43,11 +44,23 @@ export async function startRedis(): Promise<RunningRedis> {
   };
 }
 
-async function launch(port: number): Promise<ChildProcess> {
+async function launch(port: number, extra: string[] = []): Promise<ChildProcess> {
   const server = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"],
-    { stdio: ["ignore", "pipe", "pipe"] },
+    [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--loglevel",
+      "warning",
+      ...extra,
+    ],
+    { stdio: ["ignore", "ignore", "ignore"] },
   );
   const failed = new Promise<never>((_, reject) => {
     server.once("error", (error) =>
@@ -79,4 +92,70 @@ function ping(port: number): Promise<boolean> {
     socket.once("error", () => resolve(false));
     socket.once("close", () => resolve(false));
   });
+}
+
+export interface RunningRedisCluster {
+  /** One `redis://127.0.0.1:<port>` per master, for the clients' seed lists. */
+  urls: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * A real Redis Cluster on loopback: `masters` redis-server processes in cluster mode (no replicas, no persistence),
+ * their slots assigned by `redis-cli --cluster create`, ready once every node reports the cluster ok.
+ */
+export async function startRedisCluster(masters = 3): Promise<RunningRedisCluster> {
+  const folder = await mkdtemp(join(tmpdir(), "idemkit-redis-cluster-"));
+  const ports: number[] = [];
+  const servers: ChildProcess[] = [];
+  const stop = async () => {
+    await Promise.all(servers.map((server) => killed(server)));
+    await rm(folder, { recursive: true, force: true });
+  };
+  try {
+    for (let index = 0; index < masters; index++) {
+      const port = await freePort();
+      ports.push(port);
+      servers.push(
+        await launch(port, [
+          "--cluster-enabled",
+          "yes",
+          "--cluster-config-file",
+          join(folder, `nodes-${port}.conf`),
+          "--cluster-node-timeout",
+          "2000",
+        ]),
+      );
+    }
+    await run("redis-cli", [
+      "--cluster",
+      "create",
+      ...ports.map((port) => `127.0.0.1:${port}`),
+      "--cluster-replicas",
+      "0",
+      "--cluster-yes",
+    ]);
+    for (let attempt = 0; ; attempt++) {
+      const states = await Promise.all(ports.map((port) => run("redis-cli", ["-p", String(port), "cluster", "info"])));
+      if (states.every((state) => state.includes("cluster_state:ok"))) break;
+      if (attempt > 200) throw new Error("the Redis Cluster did not report ok within 10 s");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { urls: ports.map((port) => `redis://127.0.0.1:${port}`), stop };
+}
+
+async function killed(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null || server.signalCode !== null) return;
+  const exited = once(server, "exit");
+  server.kill("SIGKILL");
+  await exited;
+}
+
+async function run(command: string, args: string[]): Promise<string> {
+  const { stdout } = await execFileAsync(command, args, { timeout: 30_000 });
+  return stdout;
 }
