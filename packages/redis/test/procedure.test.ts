@@ -2,71 +2,12 @@
  * The Redis store behind a real tRPC procedure over HTTP, in lease mode, as an app runs it: a charge at a payment
  * provider (an effect outside any database) happens once per key, however the request is repeated, on both clients.
  */
-
 import { gate, serveFetch } from "@idemkit/testkit";
 import { idempotency } from "@idemkit/trpc";
-import { initTRPC } from "@trpc/server";
-import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisClient, redisStore } from "../src/index.js";
+import { redisStore } from "../src/index.js";
 import { CLIENTS, type ConnectedClient, connect, type RunningRedis, startRedis } from "./clients.js";
-
-interface Context {
-  req: Request;
-  resHeaders: Headers;
-  userId: string;
-}
-
-/** A shop whose `charge` calls a payment provider: `charges` counts what the provider was asked to do. */
-function shop(client: RedisClient, options: { storeTimeoutMs?: number } = {}) {
-  const charges: string[] = [];
-  let holding: Promise<void> | undefined;
-  const t = initTRPC.context<Context>().create();
-  const idempotent = t.procedure.use(
-    idempotency({
-      store: redisStore({ client, prefix: `shop:${globalThis.crypto.randomUUID()}:` }),
-      scope: ({ ctx }) => ctx.userId,
-      mode: "lease",
-      ...options,
-    }),
-  );
-  const router = t.router({
-    charge: idempotent
-      .input((input) => input as { cents: number })
-      .mutation(async ({ ctx, input }) => {
-        charges.push(`${ctx.userId}:${input.cents}`);
-        await holding;
-        return { charged: input.cents, key: ctx.idempotency.key };
-      }),
-  });
-  const handler = (req: Request) =>
-    fetchRequestHandler({
-      endpoint: "/trpc",
-      req,
-      router,
-      createContext: ({ req, resHeaders }) => ({ req, resHeaders, userId: req.headers.get("x-user") ?? "alice" }),
-    });
-  return {
-    charges,
-    handler,
-    hold(until: Promise<void>) {
-      holding = until;
-    },
-  };
-}
-
-async function charge(url: string, cents: number, key: string | undefined, user = "alice") {
-  const response = await fetch(`${url}/trpc/charge`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-user": user, ...(key && { "idempotency-key": key }) },
-    body: JSON.stringify(cents === -1 ? "not a charge" : { cents }),
-  });
-  return {
-    status: response.status,
-    replayed: response.headers.get("idempotent-replayed"),
-    body: await response.json(),
-  };
-}
+import { charge, shop } from "./shop.js";
 
 let server: RunningRedis;
 beforeAll(async () => {
@@ -104,9 +45,8 @@ describe.each(CLIENTS)("a lease-mode procedure on redisStore (%s)", (name) => {
   });
 
   it("never runs concurrent duplicates twice: they wait for the first, or are told to come back", async () => {
-    const app = shop(connected.client);
     const release = gate();
-    app.hold(release.opened);
+    const app = shop(connected.client, { hold: () => release.opened });
     const served = await serveFetch(app.handler);
     try {
       const key = globalThis.crypto.randomUUID();
