@@ -1,6 +1,6 @@
 /**
  * An order placed offline survives a reload: TanStack Query persists the paused mutation (the demo persists to
- * localStorage) with its key, the reloaded page restores it and sends it with that key, and the server holds one
+ * sessionStorage) with its key, the reloaded page restores it and sends it with that key, and the server holds one
  * order however often it is sent.
  */
 import { expect, type Page, test } from "@playwright/test";
@@ -14,10 +14,10 @@ import {
   statusLine,
 } from "./checkout-page.js";
 
-/** The demo's persisted cache, as the page left it in localStorage. */
+/** The demo's persisted cache, as the page left it in sessionStorage. */
 const persistedMutations = (page: Page) =>
   page.evaluate(() => {
-    const cache = JSON.parse(localStorage.getItem("idemkit-demo:offline") ?? "null");
+    const cache = JSON.parse(sessionStorage.getItem("idemkit-demo:offline") ?? "null");
     return (cache?.json?.clientState?.mutations ?? []) as unknown[];
   });
 

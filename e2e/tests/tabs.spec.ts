@@ -100,6 +100,12 @@ test("a duplicated tab starts without the original's action, and joins it only w
   await expect(statusLine(copy)).not.toHaveAttribute("data-idempotency-key");
   await expect(statusLine(copy)).toHaveText("");
   expect(lookups).toEqual([]);
+  // Still so after the copy reloads: it keeps its own id, and knows which tab it was copied from.
+  const copyTab = await tabIdOf(copy);
+  await copy.reload();
+  await expect(copy.getByRole("button", { name: "Add one Stoneware mug" })).toBeVisible();
+  expect(await tabIdOf(copy)).toBe(copyTab);
+  await expect(statusLine(copy)).not.toHaveAttribute("data-idempotency-key");
 
   // Pressed while the original's order is in flight, on the same cart: the same order.
   const copyKeys: string[] = [];

@@ -61,7 +61,7 @@ describe("actionStore", () => {
 
 describe("actionStore with tabs (sessionStorage, which a duplicated tab gets a copy of)", () => {
   const original = () => ({ id: "tab-1" });
-  const duplicate = () => ({ id: "tab-2", copiedFrom: "tab-1" });
+  const duplicate = () => ({ id: "tab-2", copiedFrom: ["tab-1"] });
 
   it("reads back its own tab's action, after a reload too, but not the one copied from the tab it duplicates", () => {
     const storage = mapStorage();
@@ -70,6 +70,10 @@ describe("actionStore with tabs (sessionStorage, which a duplicated tab gets a c
     expect(actionStore(storage, "a", undefined, duplicate).read()).toBeUndefined();
     actionStore(storage, "a", undefined, duplicate).write(action);
     expect(actionStore(storage, "a", undefined, duplicate).read()).toEqual({ ...action, tab: "tab-2" });
+    // A copy of the copy ignores both tabs it came from.
+    actionStore(storage, "b", undefined, original).write(action);
+    const copyOfCopy = () => ({ id: "tab-3", copiedFrom: ["tab-1", "tab-2"] });
+    expect(actionStore(storage, "b", undefined, copyOfCopy).read()).toBeUndefined();
   });
 
   it("counts an action as its own while the tab is not known, and one another tab wrote unless copied from it", () => {

@@ -3,6 +3,7 @@
  * reloads. sessionStorage by default: it survives a reload but not the tab, which is exactly the life of "this
  * user pressing this button". A tab the browser duplicates gets a copy: actions are stamped with their tab for that.
  */
+import { fingerprint } from "@idemkit/core/internal";
 import type { TabIdentity } from "./tabs.js";
 
 /** The minimal storage a hook needs: `sessionStorage`, `localStorage`, or your own. */
@@ -57,8 +58,8 @@ export function actionStore(
     read() {
       const text = safely(() => storage?.getItem(name));
       const stored = text ? parseAction(text) : undefined;
-      const copiedFrom = tab?.()?.copiedFrom;
-      if (stored?.tab && stored.tab === copiedFrom) return memory.current;
+      const copiedFrom = tab?.()?.copiedFrom ?? [];
+      if (stored?.tab && copiedFrom.includes(stored.tab)) return memory.current;
       return stored ?? memory.current;
     },
     write(action) {
@@ -94,6 +95,29 @@ function parseAction(text: string): Action | undefined {
 function safely<T>(run: () => T): T | undefined {
   try {
     return run();
+  } catch {
+    return undefined;
+  }
+}
+
+/** A procedure's dotted path (`checkout.placeOrder`), from its TanStack mutation key. */
+export function procedurePath(procedure: { mutationKey(): readonly unknown[] }): string {
+  return procedure.mutationKey().flat().join(".");
+}
+
+/** Where a form keeps its action unless told otherwise (`storageKey`). */
+export function defaultStorageName(path: string): string {
+  return `idemkit:${path}`;
+}
+
+/**
+ * What tells one action's input from another's: files by name, size and date, not bytes (reading them would delay
+ * the click; the server compares bytes). Undefined for an input that cannot be compared (a class instance): each
+ * press is then an action of its own, and the server refuses such an input with a 400 that says why.
+ */
+export function actionFingerprint(input: unknown): string | undefined {
+  try {
+    return fingerprint(input, { blobs: "metadata" });
   } catch {
     return undefined;
   }

@@ -3,6 +3,7 @@ export {
   type IdempotentMutationDefaultsOptions,
   idempotentMutationDefaults,
 } from "./mutation-defaults.js";
+export { ownOnMutateResult } from "./mutation-key-context.js";
 export type { OutcomeLookup } from "./outcome-polling.js";
 export type {
   IdempotentMutationState,

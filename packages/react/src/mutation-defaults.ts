@@ -8,17 +8,33 @@ import { newIdempotencyKey } from "@idemkit/core/internal";
 import { idempotencyContext } from "@idemkit/trpc/client";
 import type { MutationFunctionContext } from "@tanstack/react-query";
 import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
-import { carryingKey, keyOfRunningMutation } from "./mutation-key-context.js";
+import {
+  actionFingerprint,
+  actionStore,
+  defaultStorage,
+  defaultStorageName,
+  type KeyStorage,
+  procedurePath,
+} from "./action-store.js";
+import { carryingKey, keyOfMutation } from "./mutation-key-context.js";
 
-/** The options `procedure.mutationOptions()` takes: the callbacks a restored mutation runs, `meta`, `trpc`. */
+/** The options `procedure.mutationOptions()` takes (the callbacks a restored mutation runs, `meta`, `trpc`). */
 export type IdempotentMutationDefaultsOptions<TDef extends ResolverDef> = NonNullable<
   Parameters<TRPCMutationOptions<TDef>>[0]
->;
+> & {
+  /**
+   * Where the form keeps its action, as given to `useIdempotentMutation` (`storage`, `storageKey`): a restored
+   * mutation that lost its key (persisted before it had one) is sent with the form's key for the same input.
+   */
+  storage?: KeyStorage;
+  storageKey?: string;
+};
 
 /**
  * What to give `queryClient.setMutationDefaults(procedure.mutationKey(), …)` before the persisted cache is
  * restored: a restored mutation is sent with the key it was started with (by `useIdempotentMutation`, or by a
- * mutation started from these defaults, which mint one key per mutation), and runs `options`' callbacks:
+ * mutation started from these defaults, which mint one key per mutation), and runs `options`' callbacks. Without
+ * one (persisted before it had one), with the form's key for the same input; else the link mints one.
  *
  *   queryClient.setMutationDefaults(
  *     trpc.checkout.placeOrder.mutationKey(),
@@ -29,16 +45,25 @@ export function idempotentMutationDefaults<TDef extends ResolverDef>(
   procedure: DecorateMutationProcedure<TDef>,
   options: IdempotentMutationDefaultsOptions<TDef> = {},
 ): ReturnType<TRPCMutationOptions<TDef>> {
-  const base = procedure.mutationOptions(options);
+  const { storage, storageKey, ...mutationOptions } = options;
+  const form = actionStore(storage ?? defaultStorage(), storageKey ?? defaultStorageName(procedurePath(procedure)));
+  const formKeyFor = (input: unknown) => {
+    const action = form.read();
+    return action && !action.refused && action.fingerprint === actionFingerprint(input) ? action.key : undefined;
+  };
+  const base = procedure.mutationOptions(mutationOptions);
   return carryingKey(
     {
       ...base,
       mutationFn: (input: TDef["input"], context: MutationFunctionContext) => {
-        const key = keyOfRunningMutation(context.client, input);
+        const key = keyOfMutation(context, input) ?? formKeyFor(input);
         const withKey = key && {
-          trpc: { ...options.trpc, context: { ...options.trpc?.context, ...idempotencyContext({ key }) } },
+          trpc: {
+            ...mutationOptions.trpc,
+            context: { ...mutationOptions.trpc?.context, ...idempotencyContext({ key }) },
+          },
         };
-        const run = procedure.mutationOptions({ ...options, ...withKey }).mutationFn;
+        const run = procedure.mutationOptions({ ...mutationOptions, ...withKey }).mutationFn;
         if (!run) throw new Error("tRPC mutationOptions() returned no mutationFn");
         return run(input, context);
       },

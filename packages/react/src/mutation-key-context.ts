@@ -4,7 +4,7 @@
  * mutation that is set per call and persisted with it. The app's own `onMutate` result is kept beside the key and
  * handed to the app's callbacks as if the key were not there.
  */
-import type { MutationFunctionContext, QueryClient } from "@tanstack/react-query";
+import type { MutationFunctionContext } from "@tanstack/react-query";
 
 /** What the `onMutate` result holds: the action's key, and the app's own `onMutate` result. */
 export interface KeyCarryingResult {
@@ -21,24 +21,36 @@ export function carriedKey(value: unknown): string | undefined {
   return isKeyCarrying(value) ? value.idemkitKey : undefined;
 }
 
-/** The app's own `onMutate` result, out of what the mutation holds. */
-export function appResult(value: unknown): unknown {
+/**
+ * The app's own `onMutate` result, out of what an idempotent mutation holds in `state.context` (the key beside it).
+ * Your callbacks and the hook's `context` already get it; use this where TanStack Query hands out the mutation's
+ * state as it is: `MutationCache` callbacks, `useMutationState`.
+ */
+export function ownOnMutateResult(value: unknown): unknown {
   return isKeyCarrying(value) ? value.onMutateResult : value;
 }
 
+/** The key each mutation's `onMutate` put in its result, by the context TanStack hands that call's callbacks. */
+const keysByCall = new WeakMap<MutationFunctionContext, string>();
+
 /**
- * The key of the mutation TanStack Query is running with `input`, from its `onMutate` result: `mutationFn` is handed
- * the input and the client, not the mutation, so the mutation is found by its input (the very object it holds, also
- * after a restore). Undefined for a mutation started without one.
+ * The key of the mutation TanStack Query runs `mutationFn` for, with `input` and `context`: the one its `onMutate`
+ * chose in this page, or, for a mutation restored after a reload (its `onMutate` ran in the page before), the key in
+ * the result it was persisted with, found by its input (the very object it holds). Undefined when there is none, or
+ * when several restored mutations hold that input with different keys.
  */
-export function keyOfRunningMutation(client: QueryClient, input: unknown): string | undefined {
-  const running = client
-    .getMutationCache()
-    .getAll()
-    .filter((mutation) => mutation.state.status === "pending" && mutation.state.variables === input)
-    .map((mutation) => mutation.state.context)
-    .filter(isKeyCarrying);
-  return running.at(-1)?.idemkitKey;
+export function keyOfMutation(context: MutationFunctionContext, input: unknown): string | undefined {
+  const chosen = keysByCall.get(context);
+  if (chosen) return chosen;
+  const keys = new Set(
+    context.client
+      .getMutationCache()
+      .getAll()
+      .filter((mutation) => mutation.state.status === "pending" && mutation.state.variables === input)
+      .map((mutation) => carriedKey(mutation.state.context))
+      .filter((key) => key !== undefined),
+  );
+  return keys.size === 1 ? [...keys][0] : undefined;
 }
 
 /** Any of TanStack Query's mutation callbacks, whatever its data, error and input types. */
@@ -60,10 +72,11 @@ export function carryingKey<T extends Callbacks>(options: T, keyFor: (input: unk
   const onMutate = options.onMutate as Call | undefined;
   return {
     ...appCallbacks(options),
-    onMutate: async (input: unknown, context: MutationFunctionContext): Promise<KeyCarryingResult> => ({
-      idemkitKey: keyFor(input),
-      onMutateResult: await onMutate?.(input, context),
-    }),
+    onMutate: async (input: unknown, context: MutationFunctionContext): Promise<KeyCarryingResult> => {
+      const idemkitKey = keyFor(input);
+      keysByCall.set(context, idemkitKey);
+      return { idemkitKey, onMutateResult: await onMutate?.(input, context) };
+    },
   };
 }
 
@@ -74,7 +87,8 @@ export function carryingKey<T extends Callbacks>(options: T, keyFor: (input: unk
 export function appCallbacks<T extends Callbacks>(options: T): T {
   const unwrapped = (callback: Callback | undefined, at: number) =>
     callback &&
-    ((...args: unknown[]) => (callback as Call)(...args.map((arg, index) => (index === at ? appResult(arg) : arg))));
+    ((...args: unknown[]) =>
+      (callback as Call)(...args.map((arg, index) => (index === at ? ownOnMutateResult(arg) : arg))));
   const { onSuccess, onError, onSettled } = options;
   return {
     ...options,

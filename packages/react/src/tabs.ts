@@ -16,10 +16,13 @@ const RELOAD_GRACE_MS = 1_000;
 /** How long another tab's action, started and not yet settled, counts as in flight (the link's default budget). */
 const IN_FLIGHT_MS = 60_000;
 
-/** This tab's id, and the id it was copied with when it turned out to be a duplicate of a live tab. */
+/**
+ * This tab's id, and the ids of the live tabs it was copied from (its original's, and theirs): the actions stamped
+ * with those came with the copy and are not this tab's.
+ */
 export interface TabIdentity {
   id: string | undefined;
-  copiedFrom?: string;
+  copiedFrom?: string[];
 }
 
 /**
@@ -70,12 +73,37 @@ async function findIdentity(locks: LockManager, storage: Storage): Promise<TabId
   if ((document as { prerendering?: boolean }).prerendering) {
     await new Promise((shown) => document.addEventListener("prerenderingchange", shown, { once: true }));
   }
-  const copied = storage.getItem(TAB_ID);
-  if (copied && (await claimTab(locks, copied)) === "mine") return { id: copied };
-  const id = globalThis.crypto.randomUUID();
-  storage.setItem(TAB_ID, id);
-  claimTab(locks, id);
-  return copied ? { id, copiedFrom: copied } : { id };
+  const saved = savedTab(storage.getItem(TAB_ID));
+  if (saved) {
+    // A reload is this tab by definition: it does not ask, and takes its lock once the page it replaces let go.
+    if (reloaded()) {
+      claimTab(locks, saved.id);
+      return saved;
+    }
+    if ((await claimTab(locks, saved.id)) === "mine") return saved;
+  }
+  const identity = { id: globalThis.crypto.randomUUID(), copiedFrom: saved ? [...saved.copiedFrom, saved.id] : [] };
+  storage.setItem(TAB_ID, JSON.stringify(identity));
+  claimTab(locks, identity.id);
+  return identity;
+}
+
+/** The tab as sessionStorage keeps it (copied with it into a duplicate), or undefined. */
+function savedTab(text: string | null): { id: string; copiedFrom: string[] } | undefined {
+  try {
+    const value: unknown = JSON.parse(text ?? "null");
+    if (typeof value !== "object" || value === null) return undefined;
+    const { id, copiedFrom } = value as Record<string, unknown>;
+    if (typeof id !== "string" || !Array.isArray(copiedFrom)) return undefined;
+    return { id, copiedFrom: copiedFrom.filter((other): other is string => typeof other === "string") };
+  } catch {
+    return undefined;
+  }
+}
+
+function reloaded(): boolean {
+  const [navigation] = performance.getEntriesByType("navigation") as PerformanceNavigationTiming[];
+  return navigation?.type === "reload";
 }
 
 /**

@@ -8,7 +8,7 @@
  * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, paused while offline.
  */
 import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
-import { fingerprint, newIdempotencyKey } from "@idemkit/core/internal";
+import { newIdempotencyKey } from "@idemkit/core/internal";
 import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
 import {
   type MutateOptions,
@@ -17,12 +17,21 @@ import {
   type UseMutationResult,
   useMutation,
   useMutationState,
+  useQueryClient,
 } from "@tanstack/react-query";
 import type { TRPCClientErrorLike } from "@trpc/client";
 import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { type Action, actionStore, defaultStorage, type KeyStorage } from "./action-store.js";
-import { appCallbacks, appResult, carriedKey, carryingKey } from "./mutation-key-context.js";
+import {
+  type Action,
+  actionFingerprint,
+  actionStore,
+  defaultStorage,
+  defaultStorageName,
+  type KeyStorage,
+  procedurePath,
+} from "./action-store.js";
+import { appCallbacks, carriedKey, carryingKey, ownOnMutateResult } from "./mutation-key-context.js";
 import { type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
 import { knownTab, sendAcrossTabs, thisTab } from "./tabs.js";
 
@@ -134,8 +143,8 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   options: UseIdempotentMutationOptions<TDef> = {},
 ): UseIdempotentMutationResult<TDef> {
   const { storage, storageKey, lookup, ...mutationOptions } = options;
-  const path = procedure.mutationKey().flat().join(".");
-  const name = storageKey ?? `idemkit:${path}`;
+  const path = procedurePath(procedure);
+  const name = storageKey ?? defaultStorageName(path);
   // The in-memory fallback lives in a ref: React may drop a memoized store, and the key must not go with it.
   const memory = useRef<Action | undefined>(undefined);
   const store = useMemo(() => {
@@ -288,15 +297,42 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     },
   });
   const { mutateAsync: startMutation, reset: resetMutation } = mutation;
+  const queryClient = useQueryClient();
+  const mutationKey = base.mutationKey;
   // This action's mutation that TanStack Query restored after a reload (persisted while it waited offline, and
   // resumed by idempotentMutationDefaults): shown as the hook's own until the user starts another action.
   const restored = useMutationState({
-    filters: {
-      mutationKey: base.mutationKey,
-      predicate: (other) => key !== undefined && carriedKey(other.state.context) === key,
-    },
+    filters: { mutationKey, predicate: (other) => key !== undefined && carriedKey(other.state.context) === key },
     select: (other) => other.state,
   }).at(-1);
+  /** The mutations in the cache still waiting to send the action with `actionKey`: the hook's own, or restored. */
+  const waitingWith = useCallback(
+    (actionKey: string | undefined, state: "paused" | "pending") =>
+      queryClient
+        .getMutationCache()
+        .findAll({ mutationKey, status: "pending" })
+        .filter(
+          (other) =>
+            actionKey !== undefined &&
+            carriedKey(other.state.context) === actionKey &&
+            (state === "pending" || other.state.isPaused),
+        ),
+    [queryClient, mutationKey],
+  );
+
+  // What the server answered a restored mutation counts as the hook's own answer would: a stored refusal retires
+  // the key, and when the link gave up, the lookup is asked.
+  const restoredError = mutation.isIdle ? restored?.error : undefined;
+  useEffect(() => {
+    const current = action.current;
+    if (!restoredError || !current || current.key !== key) return;
+    if (isStoredRefusal(restoredError)) {
+      action.current = { ...current, refused: true };
+      store.write(action.current);
+    } else if (isRetryableError(restoredError)) {
+      reconcile(current);
+    }
+  }, [restoredError, key, store, reconcile]);
 
   const mutateAsync = useCallback(
     (input: TDef["input"], callOptions?: MutateOptions<TDef["output"], TRPCClientErrorLike<TDef>, TDef["input"]>) => {
@@ -304,6 +340,14 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
       if (running.current) {
         const joins = inputFingerprint !== undefined && running.current.fingerprint === inputFingerprint;
         return joins ? running.current.promise : Promise.reject(new ActionInFlightError());
+      }
+      // A restored mutation still waiting to send this form's action is in flight too: the same input goes with
+      // its key (the server runs it once), another is refused.
+      const restoredAction = action.current;
+      if (restoredAction && waitingWith(restoredAction.key, "pending").length > 0) {
+        if (inputFingerprint === undefined || restoredAction.fingerprint !== inputFingerprint) {
+          return Promise.reject(new ActionInFlightError());
+        }
       }
       const stored = store.read();
       const current: Action =
@@ -331,7 +375,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
       thisRun.promise.then(clear, clear);
       return thisRun.promise;
     },
-    [store, startMutation],
+    [store, startMutation, waitingWith],
   );
 
   const mutate = useCallback(
@@ -344,7 +388,9 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
 
   const reset = useCallback(() => {
     // The abandoned action stops retrying (or never starts, if paused); a request already on the wire may still
-    // land, and replays if sent again.
+    // land, and replays if sent again. Its mutations still paused leave the cache, so that neither coming back
+    // online nor a persisted cache restored after a reload sends them.
+    for (const paused of waitingWith(action.current?.key, "paused")) queryClient.getMutationCache().remove(paused);
     running.current?.abort.abort();
     running.current = undefined;
     store.clear();
@@ -354,12 +400,12 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     setKey(undefined);
     setProgress(IDLE);
     resetMutation();
-  }, [store, resetMutation]);
+  }, [store, resetMutation, waitingWith, queryClient]);
 
   const outcome = found && found.key === key ? found.outcome : undefined;
   const state = {
     ...mutation,
-    context: appResult(mutation.context),
+    context: ownOnMutateResult(mutation.context),
     mutate,
     mutateAsync,
     reset,
@@ -376,7 +422,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     return {
       ...state,
       ...restored,
-      context: appResult(restored.context),
+      context: ownOnMutateResult(restored.context),
       isIdle: false,
       isPending: restored.status === "pending",
       isSuccess: restored.status === "success",
@@ -417,18 +463,5 @@ function nextProgress(current: Progress, event: IdempotencyProgress): Progress {
     case "failure":
       // The link gave up (offline past its budget, among others): nothing waits for the connection any more.
       return { ...current, nextRetryAt: undefined, offline: false };
-  }
-}
-
-/**
- * What tells one action's input from another's: files by name, size and date, not bytes (reading them would delay
- * the click; the server compares bytes). Undefined for an input that cannot be compared (a class instance): each
- * press is then an action of its own, and the server refuses such an input with a 400 that says why.
- */
-function actionFingerprint(input: unknown): string | undefined {
-  try {
-    return fingerprint(input, { blobs: "metadata" });
-  } catch {
-    return undefined;
   }
 }

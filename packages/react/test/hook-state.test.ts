@@ -8,7 +8,14 @@
 import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 import { fingerprint } from "@idemkit/core/internal";
 import { idempotencyLink } from "@idemkit/trpc/client";
-import { dehydrate, hydrate, onlineManager, QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import {
+  dehydrate,
+  hydrate,
+  MutationObserver,
+  onlineManager,
+  QueryClient,
+  QueryClientProvider,
+} from "@tanstack/react-query";
 import { act, cleanup, renderHook } from "@testing-library/react";
 import { createTRPCClient } from "@trpc/client";
 import { initTRPC } from "@trpc/server";
@@ -586,7 +593,8 @@ describe("a mutation persisted while it waited offline (persistQueryClient)", ()
   /** What the page persists before it goes away: TanStack Query's own dehydration, through JSON as a storage has it. */
   const persisted = (queryClient: QueryClient) => JSON.parse(JSON.stringify(dehydrate(queryClient)));
 
-  it("resumes after the reload with the key it was started with, through idempotentMutationDefaults", async () => {
+  /** A page that pressed for `tea` while offline and was then reloaded (still offline), its cache restored. */
+  async function reloadedWithPausedOrder() {
     onlineManager.setOnline(false);
     const before = clientsOfAPage();
     const page = render({ clients: before });
@@ -609,10 +617,18 @@ describe("a mutation persisted while it waited offline (persistQueryClient)", ()
     hydrate(after.queryClient, saved);
     const reloaded = render({ clients: after });
     await settle();
+    const online = async () => {
+      act(() => onlineManager.setOnline(true));
+      await settle();
+      await act(() => after.queryClient.resumePausedMutations());
+    };
+    return { key, reloaded, settled, online };
+  }
+
+  it("resumes after the reload with the key it was started with, through idempotentMutationDefaults", async () => {
+    const { key, reloaded, settled, online } = await reloadedWithPausedOrder();
     expect(reloaded.result.current).toMatchObject({ key, isPending: true, isPaused: true });
-    act(() => onlineManager.setOnline(true));
-    await settle();
-    await act(() => after.queryClient.resumePausedMutations());
+    await online();
     expect(sent.map((request) => [request.key, JSON.parse(request.body)])).toEqual([[key, tea]]);
 
     sent[0]?.answer(200, placed(3));
@@ -623,6 +639,63 @@ describe("a mutation persisted while it waited offline (persistQueryClient)", ()
     act(() => reloaded.result.current.mutate(tea));
     await settle();
     expect(sent.map((request) => request.key)).toEqual([key, key]);
+  });
+
+  it("is in flight for the form: another input is refused while it waits", async () => {
+    const { reloaded } = await reloadedWithPausedOrder();
+    await expect(act(() => reloaded.result.current.mutateAsync(mugs))).rejects.toBeInstanceOf(ActionInFlightError);
+  });
+
+  it("is abandoned by reset(): it leaves the cache and is never sent", async () => {
+    const { reloaded, online } = await reloadedWithPausedOrder();
+    act(() => reloaded.result.current.reset());
+    await online();
+    expect(sent).toEqual([]);
+    expect(reloaded.result.current).toMatchObject({ key: undefined, isIdle: true });
+  });
+
+  it("retires its key when the server refused it for good, as the form's own action would", async () => {
+    const { key, reloaded, online } = await reloadedWithPausedOrder();
+    await online();
+    sent[0]?.answer(403, refused(403, "Your card was declined"));
+    await settle();
+    act(() => reloaded.result.current.mutate(tea));
+    await settle();
+    expect(sent).toHaveLength(2);
+    expect(sent[1]?.key).not.toBe(key);
+  });
+
+  it("an action abandoned with reset() while paused is not persisted, so no reload sends it", async () => {
+    onlineManager.setOnline(false);
+    const page = clientsOfAPage();
+    const { result } = render({ clients: page });
+    act(() => result.current.mutate(tea));
+    await settle();
+    act(() => result.current.reset());
+    act(() => result.current.mutate(mugs));
+    await settle();
+    const saved = persisted(page.queryClient);
+    expect(saved.mutations.map((mutation: { state: { variables: unknown } }) => mutation.state.variables)).toEqual([
+      mugs,
+    ]);
+  });
+
+  it("gives each mutation started from the defaults a key of its own, also two with the same input object", async () => {
+    onlineManager.setOnline(false);
+    const page = clientsOfAPage();
+    const trpc = createTRPCOptionsProxy<Router>({ client: page.trpcClient, queryClient: page.queryClient });
+    page.queryClient.setMutationDefaults(trpc.placeOrder.mutationKey(), idempotentMutationDefaults(trpc.placeOrder));
+    const mutationKey = trpc.placeOrder.mutationKey();
+    const order = () => new MutationObserver<unknown, Error, typeof tea>(page.queryClient, { mutationKey });
+    for (const observer of [order(), order()]) observer.mutate(tea).catch(() => {});
+    await settle();
+    act(() => {
+      onlineManager.setOnline(true);
+      page.queryClient.resumePausedMutations();
+    });
+    await settle();
+    expect(sent).toHaveLength(2);
+    expect(new Set(sent.map((request) => request.key)).size).toBe(2);
   });
 
   it("keeps the app's own onMutate result for its callbacks and its state, beside the key", async () => {

@@ -1,8 +1,8 @@
 "use client";
 /**
  * The browser's tRPC client: mutations go through idemkit's link (one key each, kept across retries, never
- * batched), everything else through the batching link. An order placed offline is persisted in localStorage with
- * its key, and resumes after a reload with that key.
+ * batched), everything else through the batching link. An order placed offline is persisted in sessionStorage
+ * with its key, and resumes after a reload with that key.
  */
 import { idempotentMutationDefaults } from "@idemkit/react";
 import { idempotencyLink } from "@idemkit/trpc/client";
@@ -43,17 +43,23 @@ function clients() {
       httpBatchLink({ url, transformer: superjson }),
     ],
   });
-  // Before the restore: a restored order runs with these, and is sent with the key it was started with.
+  // Before the restore: a restored mutation runs with these, and is sent with the key it was started with. Every
+  // mutation that can wait offline has them: one restored without would fail ("No mutationFn found").
   const trpc = createTRPCOptionsProxy<AppRouter>({ client: trpcClient, queryClient });
+  const refreshOrders = () => queryClient.invalidateQueries({ queryKey: trpc.checkout.orders.queryKey() });
+  const { placeOrder, editNote } = trpc.checkout;
   queryClient.setMutationDefaults(
-    trpc.checkout.placeOrder.mutationKey(),
-    idempotentMutationDefaults(trpc.checkout.placeOrder, {
-      onSettled: () => queryClient.invalidateQueries({ queryKey: trpc.checkout.orders.queryKey() }),
-    }),
+    placeOrder.mutationKey(),
+    idempotentMutationDefaults(placeOrder, { onSettled: refreshOrders }),
+  );
+  queryClient.setMutationDefaults(
+    editNote.mutationKey(),
+    idempotentMutationDefaults(editNote, { onSettled: refreshOrders }),
   );
   const persister = createSyncStoragePersister({
-    // Undefined while rendering on the server: nothing is persisted there.
-    storage: typeof window === "undefined" ? undefined : window.localStorage,
+    // sessionStorage, like the forms' keys: each tab persists its own client whole, so a shared localStorage entry
+    // would be overwritten by whichever tab saved last. Undefined on the server: nothing is persisted there.
+    storage: typeof window === "undefined" ? undefined : window.sessionStorage,
     key: "idemkit-demo:offline",
     serialize: superjson.stringify,
     deserialize: superjson.parse,
