@@ -8,13 +8,16 @@
  *   replay (no cache) duplicates answered from PostgreSQL (another instance, or the cache turned off)
  *   no-op             a procedure that does nothing, unprotected, and its protected twin replayed from the cache:
  *                     the floor that HTTP and tRPC set, against which a cached replay should add nothing
+ *   lease, <store>    the unprotected writes in lease mode (the mode of effects outside the database), keys kept
+ *                     in PostgreSQL (drizzleStore) or in Redis (redisStore, AOF with appendfsync everysec), first
+ *                     execution and replay (no replay cache: the store answers), Redis compared with PostgreSQL
  *
  * and prints requests/s, p50 and p99 latency, the server's CPU time per request, and each throughput as a ratio
  * of unprotected.
  * Environment: DATABASE_URL (else a throwaway server), BENCH_SECONDS per round (3), BENCH_CONNECTIONS (16).
  */
 import { Agent } from "node:http";
-import { createDatabase, startPostgres } from "@idemkit/testkit";
+import { createDatabase, startPostgres, startRedis } from "@idemkit/testkit";
 import { openDatabase } from "../src/server/database";
 import { type Answer, percentile, post, printTable, startBenchServer } from "./shared";
 
@@ -52,12 +55,33 @@ const scenarios: Scenario[] = [
     key: (n) => replayKeys[n % REPLAY_KEYS],
     baseline: "no-op, unprotected",
   },
+  { name: "lease, PostgreSQL, first", path: "bench.leaseOrderPostgres", key: () => globalThis.crypto.randomUUID() },
+  {
+    name: "lease, Redis, first",
+    path: "bench.leaseOrderRedis",
+    key: () => globalThis.crypto.randomUUID(),
+    baseline: "lease, PostgreSQL, first",
+  },
+  {
+    name: "lease, PostgreSQL, replay",
+    path: "bench.leaseOrderPostgres",
+    key: (n) => replayKeys[n % REPLAY_KEYS],
+    baseline: "replay (no cache)",
+  },
+  {
+    name: "lease, Redis, replay",
+    path: "bench.leaseOrderRedis",
+    key: (n) => replayKeys[n % REPLAY_KEYS],
+    baseline: "lease, PostgreSQL, replay",
+  },
 ];
 
 const postgresServer = await startPostgres({ durable: true });
 const database = await createDatabase(postgresServer.url, "idemkit_bench");
 const migrated = await openDatabase({ url: database.url, max: 1 });
 await migrated.close();
+const redisServer = await startRedis({ appendfsync: "everysec" });
+process.env.REDIS_URL = redisServer.url;
 const server = await startBenchServer(database.url);
 const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 
@@ -104,7 +128,15 @@ async function drive(scenario: Scenario, durationSeconds: number): Promise<Measu
 // The replay keys must exist before anyone replays them, under each path that replays them (a record belongs to
 // its procedure), and everything gets a warm-up.
 for (const key of replayKeys) {
-  for (const path of ["checkout.placeOrder", "bench.placeOrderNoCache", "bench.noop"]) await send(path, key);
+  for (const path of [
+    "checkout.placeOrder",
+    "bench.placeOrderNoCache",
+    "bench.noop",
+    "bench.leaseOrderPostgres",
+    "bench.leaseOrderRedis",
+  ]) {
+    await send(path, key);
+  }
 }
 for (const scenario of scenarios) await drive(scenario, 1);
 
@@ -128,7 +160,7 @@ const rateOf = (name: string) => {
   return total.requests / total.seconds;
 };
 console.log(
-  `\nidemkit bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s per scenario, PostgreSQL fsync on, pool ${process.env.BENCH_POOL ?? 10}\n`,
+  `\nidemkit bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s per scenario, PostgreSQL fsync on, pool ${process.env.BENCH_POOL ?? 10}, Redis AOF everysec\n`,
 );
 printTable(
   ["scenario", "req/s", "p50 ms", "p99 ms", "server CPU ms/req", "errors", "vs baseline"],
@@ -152,3 +184,4 @@ agent.destroy();
 await server.stop();
 await database.drop();
 await postgresServer.stop();
+await redisServer.stop();

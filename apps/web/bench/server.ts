@@ -9,12 +9,17 @@
  *                                that tRPC and HTTP set, which a cached replay should add nothing to
  *   bench.slowOrder              placeOrder's writes, then `holdMs` more inside its transaction: a call slow enough
  *                                for a storm of duplicates to gather behind it (bench:scale)
+ *   bench.leaseOrderPostgres     placeOrderUnprotected's writes in lease mode, keys in PostgreSQL (drizzleStore)
+ *   bench.leaseOrderRedis        the same in lease mode, keys in Redis at REDIS_URL (redisStore); both without
+ *                                the replay cache, so a replay reads the store
  */
 import { drizzleStore } from "@idemkit/drizzle";
+import { redisStore } from "@idemkit/redis";
 import { serveFetch } from "@idemkit/testkit";
 import { idempotency } from "@idemkit/trpc";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
+import { createClient } from "redis";
 import superjson from "superjson";
 import { z } from "zod";
 import { createHandler, createRouter, placeOrderInput, t, writeOrder } from "../src/server/router";
@@ -26,6 +31,22 @@ const uncached = createRouter({ db, replayCacheSize: 0 });
 const idempotent = t.procedure.use(
   idempotency({ store: drizzleStore({ db }), transformer: superjson, scope: ({ ctx }) => ctx.userId ?? "bench" }),
 );
+const redis = await createClient({ url: String(process.env.REDIS_URL), disableOfflineQueue: true }).connect();
+const leased = (store: Parameters<typeof idempotency>[0]["store"]) =>
+  t.procedure
+    .use(
+      idempotency({
+        store,
+        mode: "lease",
+        replayCacheSize: 0,
+        transformer: superjson,
+        scope: ({ ctx }) => ctx.userId ?? "bench",
+      }),
+    )
+    .input(placeOrderInput)
+    .mutation(({ ctx, input }) =>
+      db.transaction((tx) => writeOrder(tx, ctx.userId ?? "bench", input.items, ctx.idempotency.subKey("payment"))),
+    );
 const router = t.mergeRouters(
   app,
   t.router({
@@ -43,6 +64,8 @@ const router = t.mergeRouters(
         .mutation(({ ctx, input }) =>
           db.transaction((tx) => writeOrder(tx, ctx.userId ?? "bench", input.items, globalThis.crypto.randomUUID())),
         ),
+      leaseOrderPostgres: leased(drizzleStore({ db })),
+      leaseOrderRedis: leased(redisStore({ client: redis })),
       slowOrder: idempotent
         .input(placeOrderInput.extend({ holdMs: z.number().int().min(0).max(10_000) }))
         .mutation(async ({ ctx, input }) => {
@@ -61,5 +84,6 @@ console.log(`LISTENING ${server.url}`);
 process.once("SIGTERM", async () => {
   await server.close();
   await client.end({ timeout: 1 });
+  redis.destroy();
   process.exit(0);
 });

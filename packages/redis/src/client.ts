@@ -78,7 +78,10 @@ function nodeRedis(client: NodeRedisClient): Commands {
       const nodes: NodeRedisScanner[] = cluster.masters
         ? await Promise.all(cluster.masters.map((master) => (cluster as NodeRedisCluster).nodeClient(master)))
         : [client as unknown as NodeRedisScanner];
-      for (const node of nodes) yield* node.scanIterator({ MATCH: pattern, COUNT: count });
+      for (const node of nodes) {
+        // A client wrapped to node-redis's shape (an HTTP one) may not scan: Redis's TTL then purges alone.
+        if (typeof node.scanIterator === "function") yield* node.scanIterator({ MATCH: pattern, COUNT: count });
+      }
     },
   };
 }

@@ -17,5 +17,5 @@ export type { FetchHandler, ServedHandler } from "./http.js";
 export { serveFetch } from "./http.js";
 export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";
 export { createDatabase, freePort, startPostgres } from "./postgres.js";
-export type { RunningRedis, RunningRedisCluster } from "./redis.js";
+export type { RunningRedis, RunningRedisCluster, StartRedisOptions } from "./redis.js";
 export { startRedis, startRedisCluster } from "./redis.js";

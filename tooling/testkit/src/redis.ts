@@ -1,6 +1,7 @@
 /**
  * A real Redis server for tests and benchmarks: the one at REDIS_URL when set, else a throwaway `redis-server`
- * (Debian's package: `.ci/run` installs it) on a free loopback port, with no persistence, gone when stopped.
+ * (Debian's package: `.ci/run` installs it) on a free loopback port, without persistence unless asked, gone when
+ * stopped.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -26,20 +27,33 @@ export interface RunningRedis {
   restart?(): Promise<void>;
 }
 
+export interface StartRedisOptions {
+  /**
+   * Keep an append-only file, synced as Redis's `appendfsync` says (`everysec`: up to a second of writes lost in a
+   * crash; `always`: none), as a benchmark against a durable database must. Tests leave it off.
+   */
+  appendfsync?: "everysec" | "always";
+}
+
 /** REDIS_URL when set; otherwise starts a throwaway server. */
-export async function startRedis(): Promise<RunningRedis> {
+export async function startRedis({ appendfsync }: StartRedisOptions = {}): Promise<RunningRedis> {
   const external = process.env.REDIS_URL;
   if (external) return { url: external, stop: async () => {} };
   const port = await freePort();
-  let server = await launch(port);
+  const folder = appendfsync ? await mkdtemp(join(tmpdir(), "idemkit-redis-")) : undefined;
+  const durability = folder ? ["--dir", folder, "--appendonly", "yes", "--appendfsync", String(appendfsync)] : [];
+  let server = await launch(port, durability);
   const kill = () => killed(server);
   return {
     url: `redis://127.0.0.1:${port}`,
-    stop: kill,
+    async stop() {
+      await kill();
+      if (folder) await rm(folder, { recursive: true, force: true });
+    },
     kill,
     async restart() {
       await kill();
-      server = await launch(port);
+      server = await launch(port, durability);
     },
   };
 }
@@ -58,6 +72,7 @@ async function launch(port: number, extra: string[] = []): Promise<ChildProcess>
       "no",
       "--loglevel",
       "warning",
+      // Later options win: a durable server's own --appendonly yes.
       ...extra,
     ],
     { stdio: ["ignore", "ignore", "ignore"] },
