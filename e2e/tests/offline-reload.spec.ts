@@ -48,7 +48,7 @@ test("an order placed offline, the page reloaded while still offline, then back 
   await page.reload();
   await expect(placeOrderButton(page)).toBeVisible();
   await expect(statusLine(page)).toHaveText("Placing order…");
-  await page.unrouteAll();
+  await page.unrouteAll({ behavior: "wait" }); // a page request still being fetched is answered first
   await context.setOffline(false);
 
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/, { timeout: 15_000 });

@@ -34,7 +34,31 @@ export interface Commands {
   scan(pattern: string, count: number): AsyncIterable<string[]>;
 }
 
+/**
+ * The prefix the client itself puts before every key (node-redis and ioredis both offer one), which SCAN's pattern
+ * and answers do not carry.
+ */
+function clientKeyPrefix(client: RedisClient): string | undefined {
+  const options = (client as { options?: { keyPrefix?: unknown } }).options;
+  const prefix = options?.keyPrefix ?? (client as { _keyPrefix?: unknown })._keyPrefix;
+  return typeof prefix === "string" && prefix !== "" ? prefix : undefined;
+}
+
 export function commandsOf(client: RedisClient): Commands {
+  const commands = commandsOfShape(client);
+  const keyPrefix = clientKeyPrefix(client);
+  if (!keyPrefix) return commands;
+  return {
+    ...commands,
+    async *scan(pattern, count) {
+      for await (const keys of commands.scan(globEscaped(keyPrefix) + pattern, count)) {
+        yield keys.map((key) => (key.startsWith(keyPrefix) ? key.slice(keyPrefix.length) : key));
+      }
+    },
+  };
+}
+
+function commandsOfShape(client: RedisClient): Commands {
   if ("evalSha" in client && typeof client.evalSha === "function") return nodeRedis(client);
   if ("evalsha" in client && typeof client.evalsha === "function") return ioredis(client);
   throw new TypeError(
@@ -42,17 +66,23 @@ export function commandsOf(client: RedisClient): Commands {
   );
 }
 
+/** `text` matched literally in a SCAN pattern. */
+export function globEscaped(text: string): string {
+  return text.replace(/[*?[\]\\]/g, "\\$&");
+}
+
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith("NOSCRIPT");
 }
 
-/** Strings as both clients return them; node-redis's hGetAll answers a null-prototype object. */
+/** The fields as strings, whatever the client maps them to (node-redis answers a null-prototype object). */
 function asFields(reply: unknown): Record<string, string> {
-  return reply && typeof reply === "object" ? { ...(reply as Record<string, string>) } : {};
+  if (!reply || typeof reply !== "object") return {};
+  return Object.fromEntries(Object.entries(reply).map(([field, value]) => [field, String(value)]));
 }
 
 interface NodeRedisScanner {
-  scanIterator(options: { MATCH: string; COUNT: number }): AsyncIterable<string[]>;
+  scanIterator(options: { MATCH: string; COUNT: number }): AsyncIterable<string[] | string>;
 }
 interface NodeRedisCluster {
   masters: unknown[];
@@ -64,7 +94,7 @@ function nodeRedis(client: NodeRedisClient): Commands {
     async run(script, key, args) {
       const options = { keys: [key], arguments: args };
       try {
-        return await client.evalSha(script.sha, options);
+        return await client.evalSha(await script.sha(), options);
       } catch (error) {
         if (!isNoScript(error)) throw error;
         return client.eval(script.source, options);
@@ -79,8 +109,15 @@ function nodeRedis(client: NodeRedisClient): Commands {
         ? await Promise.all(cluster.masters.map((master) => (cluster as NodeRedisCluster).nodeClient(master)))
         : [client as unknown as NodeRedisScanner];
       for (const node of nodes) {
-        // A client wrapped to node-redis's shape (an HTTP one) may not scan: Redis's TTL then purges alone.
-        if (typeof node.scanIterator === "function") yield* node.scanIterator({ MATCH: pattern, COUNT: count });
+        if (typeof node.scanIterator !== "function") {
+          throw new TypeError(
+            "purgeExpired scans the store's keys, and this client cannot (no scanIterator): Redis's TTL deletes the records by itself.",
+          );
+        }
+        for await (const keys of node.scanIterator({ MATCH: pattern, COUNT: count })) {
+          // node-redis 4 yields one key at a time, 5 and later a batch.
+          yield Array.isArray(keys) ? keys : [keys];
+        }
       }
     },
   };
@@ -94,7 +131,7 @@ function ioredis(client: IoRedisClient): Commands {
   return {
     async run(script, key, args) {
       try {
-        return await client.evalsha(script.sha, 1, key, ...args);
+        return await client.evalsha(await script.sha(), 1, key, ...args);
       } catch (error) {
         if (!isNoScript(error)) throw error;
         return client.eval(script.source, 1, key, ...args);

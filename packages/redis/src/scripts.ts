@@ -3,28 +3,42 @@
  * record atomically in one round trip. A record is one hash under one key, so a script only ever touches one key
  * (one hash slot on a Cluster).
  *
- * Times are the engine's (ms since the epoch, passed in): a script never decides by Redis's clock. Redis's clock
- * only maps the record's end onto Redis's own expiry: each claim keeps the engine's clock minus Redis's (`skew`)
- * and later writes expire the record at `max(lease, expires) - skew` on Redis's clock, so a record outlives
- * neither its TTL nor a lease that still runs, whatever the engine's clock says (a test's, or a skewed host's).
+ * Times are the engine's (whole ms since the epoch, passed in): a script never decides by Redis's clock. Redis's
+ * clock only maps the record's end onto Redis's own expiry: each claim keeps the engine's clock minus Redis's
+ * (`skew`), and writes expire the record a minute after `max(lease, expires) - skew` on Redis's clock. A record
+ * expires by the engine's clock (the scripts treat it as absent); Redis deletes it a minute later, so hosts whose
+ * clocks differ a little, or a test's clock, never see a record vanish before its time. Needs Redis 5 or later
+ * (a script that reads TIME before it writes).
  *
  * Numbers are handed back as the strings the caller wrote: Lua would print a time of 13 digits as 1.7e+12.
  */
-import { createHash } from "node:crypto";
 
 export interface Script {
   source: string;
-  sha: string;
+  /** Its SHA-1, for EVALSHA, computed on first use with Web Crypto (so the package also loads on edge runtimes). */
+  sha(): Promise<string>;
 }
 
 function script(source: string): Script {
-  return { source, sha: createHash("sha1").update(source).digest("hex") };
+  let digest: Promise<string> | undefined;
+  return {
+    source,
+    sha() {
+      digest ??= globalThis.crypto.subtle
+        .digest("SHA-1", new TextEncoder().encode(source))
+        .then((bytes) => Array.from(new Uint8Array(bytes), (byte) => byte.toString(16).padStart(2, "0")).join(""));
+      return digest;
+    },
+  };
 }
 
-/** `skew` and the expiry on Redis's clock of a record that lasts until `lease` and `expires`. */
+/** How long Redis keeps a record past its end by the engine's clock. */
+export const EXPIRY_GRACE_MS = 60_000;
+
+/** Expires the record a grace after it lasts, until `lease` and `expires`, mapped onto Redis's clock by `skew`. */
 const EXPIRE_AT = `
 local function expire_at(key, lease, expires, skew)
-  redis.call('PEXPIREAT', key, math.max(lease, expires) - skew)
+  redis.call('PEXPIREAT', key, math.max(lease, expires) - skew + ${EXPIRY_GRACE_MS})
 end
 `;
 
@@ -82,6 +96,7 @@ return 1
 
 /** KEYS[1] a record. ARGV: now. Deletes it if it is past its TTL and no live lease holds it. */
 export const PURGE = script(`
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return 0 end
 local record = redis.call('HMGET', KEYS[1], 'state', 'lease', 'expires')
 if not record[1] then return 0 end
 local now = tonumber(ARGV[1])

@@ -18,7 +18,7 @@ import type {
 } from "@idemkit/core";
 import { RecordState } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
-import { commandsOf, type RedisClient } from "./client.js";
+import { commandsOf, globEscaped, type RedisClient } from "./client.js";
 import { CLAIM, COMPLETE, PURGE, RELEASE, RENEW } from "./scripts.js";
 
 export interface RedisStoreOptions {
@@ -29,12 +29,21 @@ export interface RedisStoreOptions {
    * answers 503 after `storeTimeoutMs` meanwhile anyway.
    */
   client: RedisClient;
-  /** What every key of the store starts with. Default `idemkit:`. */
+  /** What every key of the store starts with. Default `idemkit:`. No braces: they would make it the Cluster hash tag. */
   prefix?: string;
 }
 
+/** Times go to the scripts in whole ms (Redis expiry takes integers): ends rounded up, never shortened. */
+const until = (ms: number) => String(Math.ceil(ms));
+const at = (ms: number) => String(Math.floor(ms));
+
 /** The store over Redis, in lease mode: `idempotency({ store: redisStore({ client }), mode: "lease" })`. */
 export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): IdempotencyStore {
+  if (/[{}]/.test(prefix)) {
+    throw new TypeError(
+      `redisStore: the prefix ${JSON.stringify(prefix)} has braces, which would put every record in one Cluster slot.`,
+    );
+  }
   const commands = commandsOf(client);
   // One key per record, named by a digest of its id: any scope, path and key fit, none is readable from the key
   // name, and the braces make the whole name the Cluster hash tag.
@@ -44,29 +53,31 @@ export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): 
     async claim(request: ClaimRequest): Promise<ClaimResult> {
       const reply = (await commands.run(CLAIM, keyOf(request.id), [
         request.fingerprint,
-        String(request.now),
-        String(request.leaseExpiresAt),
-        String(request.expiresAt),
+        at(request.now),
+        until(request.leaseExpiresAt),
+        until(request.expiresAt),
       ])) as unknown[];
-      if (reply[0] === "claimed") return { status: "claimed", fence: Number(reply[1]), takeover: reply[2] === 1 };
-      const [, state, fingerprint, fence, lease, expires, status, body] = reply.map((field) => String(field ?? ""));
-      return {
-        status: "exists",
-        record: recordOf({ state, fingerprint, fence, lease, expires, status, body }) as StoredRecord,
-      };
+      // Replies read as strings and numbers whatever the client maps them to (Buffers, strings for integers).
+      const [outcome, ...fields] = reply.map((field) => String(field ?? ""));
+      if (outcome === "claimed") return { status: "claimed", fence: Number(fields[0]), takeover: fields[1] === "1" };
+      const [state, fingerprint, fence, lease, expires, status, body] = fields;
+      const record = recordOf({ state, fingerprint, fence, lease, expires, status, body });
+      if (outcome !== "exists" || !record)
+        throw new Error(`redisStore: unexpected claim reply ${JSON.stringify(reply)}`);
+      return { status: "exists", record };
     },
 
     async complete(id: RecordId, fence: number, response: StoredResponse, expiresAt: number): Promise<boolean> {
-      const args = [String(fence), String(response.status), response.body, String(expiresAt)];
-      return (await commands.run(COMPLETE, keyOf(id), args)) === 1;
+      const args = [String(fence), String(response.status), response.body, until(expiresAt)];
+      return done(await commands.run(COMPLETE, keyOf(id), args));
     },
 
     async release(id: RecordId, fence: number): Promise<boolean> {
-      return (await commands.run(RELEASE, keyOf(id), [String(fence)])) === 1;
+      return done(await commands.run(RELEASE, keyOf(id), [String(fence)]));
     },
 
     async renew(id: RecordId, fence: number, leaseExpiresAt: number): Promise<boolean> {
-      return (await commands.run(RENEW, keyOf(id), [String(fence), String(leaseExpiresAt)])) === 1;
+      return done(await commands.run(RENEW, keyOf(id), [String(fence), until(leaseExpiresAt)]));
     },
 
     async get(id: RecordId): Promise<StoredRecord | undefined> {
@@ -79,14 +90,18 @@ export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): 
      */
     async purgeExpired({ now, batchSize = 1_000 }: { now: number; batchSize?: number }): Promise<number> {
       let purged = 0;
-      const pattern = `${prefix.replace(/[*?[\]\\]/g, "\\$&")}{*}`;
-      for await (const keys of commands.scan(pattern, batchSize)) {
-        const deleted = await Promise.all(keys.map((key) => commands.run(PURGE, key, [String(now)])));
-        purged += deleted.filter((one) => one === 1).length;
+      for await (const keys of commands.scan(`${globEscaped(prefix)}{*}`, batchSize)) {
+        const deleted = await Promise.all(keys.map((key) => commands.run(PURGE, key, [at(now)])));
+        purged += deleted.filter(done).length;
       }
       return purged;
     },
   };
+}
+
+/** Whether a script answered 1 (it acted), as an integer or as the string a client may map it to. */
+function done(reply: unknown): boolean {
+  return Number(reply) === 1;
 }
 
 /** A record from its hash's fields; undefined when there is none. */

@@ -12,8 +12,13 @@ export interface ConnectedClient {
   close(): Promise<void>;
 }
 
-export type ClientName = "node-redis" | "ioredis";
-export const CLIENTS: ClientName[] = ["node-redis", "ioredis"];
+/**
+ * The two clients; and ioredis as an app may set it up, with a key prefix of its own and integers answered as
+ * strings (the store must read its replies and scan its keys through both).
+ */
+export type ClientName = "node-redis" | "ioredis" | "ioredis (keyPrefix, stringNumbers)";
+export const CLIENTS: ClientName[] = ["node-redis", "ioredis", "ioredis (keyPrefix, stringNumbers)"];
+export const CLUSTER_CLIENTS: ClientName[] = ["node-redis", "ioredis"];
 
 export async function connect(name: ClientName, url: string): Promise<ConnectedClient> {
   if (name === "node-redis") {
@@ -22,7 +27,12 @@ export async function connect(name: ClientName, url: string): Promise<ConnectedC
     await client.connect();
     return { client, close: async () => void client.destroy() };
   }
-  const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true });
+  const client = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    lazyConnect: true,
+    ...(name !== "ioredis" && { keyPrefix: "app:", stringNumbers: true }),
+  });
   client.on("error", () => {});
   await client.connect();
   return { client, close: async () => void client.disconnect() };

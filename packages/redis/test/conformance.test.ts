@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { redisStore } from "../src/index.js";
 import {
   CLIENTS,
+  CLUSTER_CLIENTS,
   type ConnectedClient,
   connect,
   connectCluster,
@@ -23,10 +24,8 @@ const clients = new Map<string, ConnectedClient>();
 beforeAll(async () => {
   server = await startRedis();
   cluster = await startRedisCluster();
-  for (const name of CLIENTS) {
-    clients.set(name, await connect(name, server.url));
-    clients.set(`${name} on a Cluster`, await connectCluster(name, cluster.urls));
-  }
+  for (const name of CLIENTS) clients.set(name, await connect(name, server.url));
+  for (const name of CLUSTER_CLIENTS) clients.set(`${name} on a Cluster`, await connectCluster(name, cluster.urls));
 });
 afterAll(async () => {
   for (const { close } of clients.values()) await close();
@@ -34,7 +33,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-for (const name of CLIENTS.flatMap((client) => [client, `${client} on a Cluster`])) {
+for (const name of [...CLIENTS, ...CLUSTER_CLIENTS.map((client) => `${client} on a Cluster`)]) {
   describeStoreConformance(`redisStore on ${name}`, async () => ({
     store: redisStore({ client: (clients.get(name) as ConnectedClient).client, prefix: `conformance:${name}:` }),
   }));

@@ -1,10 +1,11 @@
 /**
  * What a Redis restart does to the records: with an append-only file synced on every write, a record survives a
  * crash (SIGKILL) and is replayed after it by another instance; without persistence it is gone, and a retry after
- * the restart runs the procedure again. The README's advice on `appendfsync` rests on this.
+ * the restart runs the procedure again. (A SIGKILL leaves the operating system's page cache, so `everysec` would
+ * pass as well: what `always` adds, against a power loss, is not something a test here can show.)
  */
 import { serveFetch } from "@idemkit/testkit";
-import { expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { connect, startRedis } from "./clients.js";
 import { charge, shop } from "./shop.js";
 
@@ -38,14 +39,17 @@ async function chargeAcrossACrash(appendfsync: "always" | undefined) {
   }
 }
 
-it("with appendfsync always, a record survives a crash of Redis: the retry is a replay", async () => {
-  const { answer, retry, charges } = await chargeAcrossACrash("always");
-  expect(retry).toMatchObject({ status: 200, replayed: "true", body: answer.body });
-  expect(charges).toEqual(["alice:900"]);
-});
+// These crash Redis: not one at REDIS_URL, which is not the tests' to crash.
+describe.skipIf(Boolean(process.env.REDIS_URL))("Redis crashed under the store", () => {
+  it("with appendfsync always, a record survives a crash of Redis: the retry is a replay", async () => {
+    const { answer, retry, charges } = await chargeAcrossACrash("always");
+    expect(retry).toMatchObject({ status: 200, replayed: "true", body: answer.body });
+    expect(charges).toEqual(["alice:900"]);
+  });
 
-it("without persistence, a crash of Redis forgets the record: the retry runs again", async () => {
-  const { retry, charges } = await chargeAcrossACrash(undefined);
-  expect(retry).toMatchObject({ status: 200, replayed: null });
-  expect(charges).toEqual(["alice:900", "alice:900"]);
+  it("without persistence, a crash of Redis forgets the record: the retry runs again", async () => {
+    const { retry, charges } = await chargeAcrossACrash(undefined);
+    expect(retry).toMatchObject({ status: 200, replayed: null });
+    expect(charges).toEqual(["alice:900", "alice:900"]);
+  });
 });
