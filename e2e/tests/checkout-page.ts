@@ -49,12 +49,3 @@ export async function armFaults(
   const response = await request.post("/api/faults", { data: plan });
   expect(response.status()).toBe(200);
 }
-
-/** Every Idempotency-Key the page sends with checkout.placeOrder, in order. */
-export function recordKeys(page: Page): string[] {
-  const keys: string[] = [];
-  page.on("request", (request) => {
-    if (isPlaceOrder(request)) keys.push(request.headers()["idempotency-key"] ?? "(none)");
-  });
-  return keys;
-}

@@ -2,24 +2,37 @@
  * The whole contract in a real browser against a real database: however the user or the network repeats
  * "Place order", the server holds exactly one order per action.
  */
-import { expect, test } from "@playwright/test";
+import {
+  expectEffectTimes,
+  expectOneKeyPerAction,
+  failFirstAttempts,
+  loseResponsesAfterCommit,
+  pressRapidly,
+  reloadWhileInFlight,
+  watchMutations,
+  whileOffline,
+} from "@idemkit/playwright";
+import { type APIRequestContext, expect, test } from "@playwright/test";
 import superjson from "superjson";
 import {
   ACTION_STORAGE_KEY,
   armFaults,
-  isPlaceOrder,
   openCheckout,
   orderList,
   ordersOf,
   PLACE_ORDER_PATH,
   placeOrderButton,
-  recordKeys,
   statusLine,
 } from "./checkout-page.js";
 
 test.beforeEach(async ({ page }) => {
   await openCheckout(page);
 });
+
+/** The form's mutations: checkout.placeOrder. */
+const PLACE_ORDER = { procedure: "checkout.placeOrder" };
+/** How many orders the server holds for the page's user: the effect each action must have once. */
+const orderCount = (request: APIRequestContext) => async () => (await ordersOf(request)).length;
 
 test("the page loads without a failed request, its icon included", async ({ page }) => {
   const failed: string[] = [];
@@ -52,12 +65,12 @@ test("an API call without the uid cookie is refused, not taken for a new user wh
 });
 
 test("a double click places one order", async ({ page }) => {
-  const keys = recordKeys(page);
+  const sent = watchMutations(page, PLACE_ORDER);
   await placeOrderButton(page).dblclick();
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
-  expect(await ordersOf(page.request)).toHaveLength(1);
+  await expectOneKeyPerAction(sent);
+  await expectEffectTimes(sent, orderCount(page.request));
   await expect(orderList(page)).toHaveCount(1);
-  expect(keys).toHaveLength(1);
 });
 
 test("a double-submitted order gets its confirmation, once", async ({ page }) => {
@@ -70,116 +83,105 @@ test("a double-submitted order gets its confirmation, once", async ({ page }) =>
 });
 
 test("three clicks faster than React can disable the button place one order", async ({ page }) => {
-  const keys = recordKeys(page);
+  const sent = watchMutations(page, PLACE_ORDER);
   // Three clicks in one task: the button is still enabled for all of them, so only the hook stands between
   // them and three requests.
-  await placeOrderButton(page).evaluate((button: HTMLButtonElement) => {
-    button.click();
-    button.click();
-    button.click();
-  });
+  await pressRapidly(placeOrderButton(page), 3);
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
-  expect(await ordersOf(page.request)).toHaveLength(1);
-  expect(keys).toHaveLength(1);
+  await expectOneKeyPerAction(sent);
+  await expectEffectTimes(sent, orderCount(page.request));
+  expect(sent.sent).toHaveLength(1);
 });
 
 test("a response lost after the server committed is retried with the same key and shown as already placed", async ({
   page,
 }) => {
-  const keys = recordKeys(page);
-  let dropped = false;
-  await page.route(
-    (url) => url.pathname === PLACE_ORDER_PATH,
-    async (route) => {
-      if (dropped) return route.fallback();
-      dropped = true;
-      const answer = await route.fetch(); // the server runs the order and commits it
-      expect(answer.status()).toBe(200);
-      await route.abort("connectionreset"); // ...and the browser never hears back
-    },
-  );
+  const sent = watchMutations(page, PLACE_ORDER);
+  await loseResponsesAfterCommit(page, PLACE_ORDER);
   await placeOrderButton(page).click();
   await expect(statusLine(page)).toHaveText(/^Already placed: showing your order #\d+\.$/);
-  const orders = await ordersOf(page.request);
-  expect(orders).toHaveLength(1);
-  await expect(statusLine(page)).toContainText(`#${orders[0]?.orderId}.`);
-  expect(keys).toHaveLength(2);
-  expect(keys[1]).toBe(keys[0]);
+  await expectOneKeyPerAction(sent);
+  await expectEffectTimes(sent, orderCount(page.request));
+  expect(sent.sent.map(({ attempt, status, replayed }) => [attempt, status, replayed])).toEqual([
+    [1, "failed", false],
+    [2, 200, true],
+  ]);
+  const [order] = await ordersOf(page.request);
+  await expect(statusLine(page)).toContainText(`#${order?.orderId}.`);
 });
 
 test("a reload while the order is in flight, then pressing again, places one order", async ({ page }) => {
-  await armFaults(page.request, { slowMs: 2_000 });
-  const keys = recordKeys(page);
-  const sent = page.waitForRequest(isPlaceOrder);
-  await placeOrderButton(page).click();
-  await sent;
-  await page.reload();
+  const sent = watchMutations(page, PLACE_ORDER);
+  await reloadWhileInFlight(page, () => placeOrderButton(page).click(), PLACE_ORDER);
   await openCheckout(page);
   await placeOrderButton(page).click();
   await expect(statusLine(page)).toHaveText(/^Already placed: showing your order #\d+\.$/, { timeout: 15_000 });
-  expect(await ordersOf(page.request)).toHaveLength(1);
-  expect(keys).toHaveLength(2);
-  expect(keys[1]).toBe(keys[0]);
+  await expectOneKeyPerAction(sent);
+  await expectEffectTimes(sent, orderCount(page.request));
 });
 
 test("after a reload mid-order, the page asks what became of it and shows it placed, without sending the cart again", async ({
   page,
 }) => {
-  await armFaults(page.request, { slowMs: 2_000 });
-  const keys = recordKeys(page);
+  const sent = watchMutations(page, PLACE_ORDER);
   const lookups: string[] = [];
   page.on("request", (request) => {
     if (new URL(request.url()).pathname.includes("idempotencyOutcome")) lookups.push(request.url());
   });
-  const sent = page.waitForRequest(isPlaceOrder);
-  await placeOrderButton(page).click();
-  await sent;
-  await page.reload();
+  await reloadWhileInFlight(page, () => placeOrderButton(page).click(), PLACE_ORDER);
   await expect(statusLine(page)).toHaveText(/^Already placed: showing your order #\d+\.$/, { timeout: 15_000 });
   const [order] = await ordersOf(page.request);
   await expect(statusLine(page)).toHaveText(`Already placed: showing your order #${order?.orderId}.`);
-  expect(await ordersOf(page.request)).toHaveLength(1);
-  expect(keys).toHaveLength(1);
+  await expectEffectTimes(sent, orderCount(page.request));
+  expect(sent.sent).toHaveLength(1);
   expect(lookups.length).toBeGreaterThan(0);
 });
 
 test("a server failure before commit is retried with the same key and places one order", async ({ page }) => {
   await armFaults(page.request, { failBeforeCommit: 1 });
-  const keys = recordKeys(page);
-  const statuses: number[] = [];
-  page.on("response", (response) => {
-    if (isPlaceOrder(response.request())) statuses.push(response.status());
-  });
+  const sent = watchMutations(page, PLACE_ORDER);
   await placeOrderButton(page).click();
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
-  expect(statuses).toEqual([500, 200]);
-  expect(keys).toHaveLength(2);
-  expect(keys[1]).toBe(keys[0]);
+  await expectOneKeyPerAction(sent);
+  await expectEffectTimes(sent, orderCount(page.request));
+  expect(sent.sent.map(({ status }) => status)).toEqual([500, 200]);
   const [order] = await ordersOf(page.request);
   expect(order?.items).toEqual([{ sku: "tea", qty: 1, priceCents: 650 }]);
-  expect(await ordersOf(page.request)).toHaveLength(1);
+});
+
+test("a gateway's 502 before the server saw the order is retried with the same key and places one order", async ({
+  page,
+}) => {
+  const sent = watchMutations(page, PLACE_ORDER);
+  await failFirstAttempts(page, 502, PLACE_ORDER);
+  await placeOrderButton(page).click();
+  await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
+  await expectOneKeyPerAction(sent);
+  await expectEffectTimes(sent, orderCount(page.request));
+  expect(sent.sent.map(({ status }) => status)).toEqual([502, 200]);
 });
 
 test("offline before the click: the order waits, then is placed once when the connection is back", async ({
   page,
   context,
 }) => {
-  const keys = recordKeys(page);
-  await context.setOffline(true);
-  await placeOrderButton(page).click();
-  await expect(statusLine(page)).toHaveText(/offline/);
-  // Nothing was sent while offline; the count at the end shows nothing was sent twice either.
-  expect(keys).toHaveLength(0);
-  await context.setOffline(false);
+  const sent = watchMutations(page, PLACE_ORDER);
+  await whileOffline(context, async () => {
+    await placeOrderButton(page).click();
+    await expect(statusLine(page)).toHaveText(/offline/);
+    // Nothing is sent while offline; the count at the end shows nothing was sent twice either.
+    expect(sent.sent).toHaveLength(0);
+  });
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
-  expect(await ordersOf(page.request)).toHaveLength(1);
-  expect(keys).toHaveLength(1);
+  await expectOneKeyPerAction(sent);
+  await expectEffectTimes(sent, orderCount(page.request));
+  expect(sent.sent).toHaveLength(1);
 });
 
 test("the same cart again replays; a changed cart is a new order; a key reused for another cart is refused", async ({
   page,
 }) => {
-  const keys = recordKeys(page);
+  const sent = watchMutations(page, PLACE_ORDER);
   await placeOrderButton(page).click();
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
   await placeOrderButton(page).click();
@@ -190,10 +192,10 @@ test("the same cart again replays; a changed cart is a new order; a key reused f
   await placeOrderButton(page).click();
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
   expect(await ordersOf(page.request)).toHaveLength(2);
-  expect(new Set(keys).size).toBe(2);
+  await expectOneKeyPerAction(sent, 2);
 
   const action = JSON.parse((await page.evaluate((name) => sessionStorage.getItem(name), ACTION_STORAGE_KEY)) ?? "{}");
-  expect(action.key).toBe(keys.at(-1));
+  expect(action.key).toBe(sent.keys().at(-1));
   const reused = await page.request.post(PLACE_ORDER_PATH, {
     headers: { "content-type": "application/json", "idempotency-key": action.key },
     data: JSON.stringify(superjson.serialize({ items: [{ sku: "kettle", qty: 3 }] })),

@@ -3,10 +3,10 @@
  * sessionStorage) with its key, the reloaded page restores it and sends it with that key, and the server holds one
  * order however often it is sent.
  */
+import { watchMutations } from "@idemkit/playwright";
 import { expect, type Page, test } from "@playwright/test";
 import {
   ACTION_STORAGE_KEY,
-  isPlaceOrder,
   openCheckout,
   ordersOf,
   PLACE_ORDER_PATH,
@@ -26,10 +26,7 @@ test("an order placed offline, the page reloaded while still offline, then back 
   context,
 }) => {
   await openCheckout(page);
-  const keys: string[] = [];
-  page.on("request", (request) => {
-    if (isPlaceOrder(request)) keys.push(String(request.headers()["idempotency-key"]));
-  });
+  const sent = watchMutations(page, { procedure: "checkout.placeOrder" });
 
   await context.setOffline(true);
   await placeOrderButton(page).click();
@@ -54,7 +51,7 @@ test("an order placed offline, the page reloaded while still offline, then back 
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/, { timeout: 15_000 });
   const orders = await ordersOf(page.request);
   expect(orders).toHaveLength(1);
-  expect(new Set(keys)).toEqual(new Set([action.key]));
+  expect(sent.keys()).toEqual([action.key]);
   await expect(page.getByRole("list", { name: "Your orders" }).getByRole("listitem")).toHaveCount(1);
 
   // Pressed again with the same cart after all that: a replay of the same order.

@@ -6,10 +6,12 @@ import { memoryStore } from "@idemkit/core";
 import type { describeStoreConformance } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
 import { createJobs, type jobIdFor } from "@idemkit/pg-boss";
+import { expectOneKeyPerAction, type watchMutations } from "@idemkit/playwright";
 import type { idempotentMutationDefaults, useIdempotentMutation } from "@idemkit/react";
 import { redisStore } from "@idemkit/redis";
 import { idempotency, type withIdempotencyKey } from "@idemkit/trpc";
 import { idempotencyContext, idempotencyLink } from "@idemkit/trpc/client";
+import type { fireDuplicates } from "@idemkit/trpc/testing";
 
 export type Entries = [
   typeof memoryStore,
@@ -17,10 +19,12 @@ export type Entries = [
   typeof drizzleStore,
   typeof idempotencyKeys,
   typeof jobIdFor,
+  typeof watchMutations,
   typeof useIdempotentMutation,
   typeof idempotentMutationDefaults,
   typeof withIdempotencyKey,
   typeof idempotencyLink,
+  typeof fireDuplicates,
 ];
 
 export function misuse(): void {
@@ -36,4 +40,6 @@ export function misuse(): void {
   createJobs({});
   // @ts-expect-error the store needs a Redis client
   redisStore({});
+  // @ts-expect-error the assertion reads a log of mutations
+  expectOneKeyPerAction([]);
 }

@@ -17,10 +17,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const CONSUMER = fileURLToPath(new URL("../consumer/", import.meta.url));
-const PACKAGES = ["core", "drizzle", "trpc", "react", "pg-boss", "redis"] as const;
+const PACKAGES = ["core", "drizzle", "trpc", "react", "pg-boss", "redis", "playwright"] as const;
 /** What the consumer app imports besides idemkit, at the versions the workspace tests with. */
 const THIRD_PARTY = [
   "@electric-sql/pglite",
+  "@playwright/test",
   "@tanstack/react-query",
   "@trpc/client",
   "@trpc/server",

@@ -1,0 +1,76 @@
+/**
+ * @idemkit/playwright's own contract: its assertions fail, and say what was sent, when a form breaks the double-
+ * submit contract. The broken forms are pages of the demo's origin (so they carry the user's cookie) that call
+ * the real checkout.placeOrder on the real server; only their client is wrong.
+ */
+import {
+  DoubleSubmitError,
+  expectEffectTimes,
+  expectOneKeyPerAction,
+  pressRapidly,
+  watchMutations,
+} from "@idemkit/playwright";
+import { expect, type Page, test } from "@playwright/test";
+import { openCheckout, ordersOf } from "./checkout-page.js";
+
+/** Serves a one-button form at /broken-form whose press posts the order with the headers `keyPerPress` gives. */
+async function openBrokenForm(page: Page, keyPerPress: "new key per press" | "no key"): Promise<void> {
+  await openCheckout(page); // the user's cookie
+  const key = keyPerPress === "no key" ? "{}" : `{ "idempotency-key": crypto.randomUUID() }`;
+  await page.route("**/broken-form", (route) =>
+    route.fulfill({
+      contentType: "text/html",
+      body: `<!doctype html><button>Pay</button><script>
+        document.querySelector("button").onclick = () => fetch("/api/trpc/checkout.placeOrder", {
+          method: "POST",
+          headers: { "content-type": "application/json", ...${key} },
+          body: JSON.stringify({ json: { items: [{ sku: "tea", qty: 1 }] } }),
+        });
+      </script>`,
+    }),
+  );
+  await page.goto("/broken-form");
+}
+
+const orderCount = (page: Page) => async () => (await ordersOf(page.request)).length;
+
+test("a form that mints a new key per press fails expectOneKeyPerAction, and the message says so and lists the keys", async ({
+  page,
+}) => {
+  await openBrokenForm(page, "new key per press");
+  const sent = watchMutations(page, { procedure: "checkout.placeOrder" });
+  await pressRapidly(page.getByRole("button", { name: "Pay" }), 2);
+
+  const failure = await expectOneKeyPerAction(sent).catch((error: unknown) => error);
+  expect(failure).toBeInstanceOf(DoubleSubmitError);
+  const message = String((failure as Error).message);
+  expect(message).toContain("the page sent 2 keys: it mints a new key per press or per retry");
+  for (const key of sent.keys()) expect(message).toContain(key);
+  expect(message).toMatch(/1\. checkout\.placeOrder {2}key \S+ {2}attempt 1 {2}→ 200/);
+
+  // And the effect: two orders, for one action.
+  await expect(expectEffectTimes(sent, orderCount(page))).rejects.toThrow(
+    /Expected the effect 1 time\(s\), but it happened 2 time\(s\): repeats ran again instead of replaying/,
+  );
+});
+
+test("a form that sends no key fails expectOneKeyPerAction, saying the server cannot tell a repeat", async ({
+  page,
+}) => {
+  await openBrokenForm(page, "no key");
+  const sent = watchMutations(page, { procedure: "checkout.placeOrder" });
+  await page.getByRole("button", { name: "Pay" }).click();
+  await expect(expectOneKeyPerAction(sent)).rejects.toThrow(
+    /1 mutation\(s\) went out without an Idempotency-Key[\s\S]*key \(none\)/,
+  );
+});
+
+test("a form that sends nothing fails expectOneKeyPerAction, saying no mutation reached the network", async ({
+  page,
+}) => {
+  await openCheckout(page);
+  const sent = watchMutations(page, { procedure: "checkout.placeOrder" });
+  await expect(expectOneKeyPerAction(sent)).rejects.toThrow(
+    /no mutation reached the network[\s\S]*no mutation was sent/,
+  );
+});
