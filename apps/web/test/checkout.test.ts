@@ -7,6 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRelay, type PublishedEvent } from "@idemkit/drizzle";
+import { fireDuplicates } from "@idemkit/trpc/testing";
 import { type ServedHandler, serveFetch } from "@idemkit/testkit";
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
 import { eq } from "drizzle-orm";
@@ -89,6 +90,24 @@ it("places an order once per key and replays it to the retry", async () => {
   expect(charged).toEqual([
     expect.objectContaining({ amountCents: 1_300, reference: expect.stringMatching(/^[0-9a-f]{40}$/) }),
   ]);
+});
+
+it("places one order for a storm of duplicates: 12 at once and 3 late, one key, through the app's handler", async () => {
+  const storm = await fireDuplicates({
+    target: createHandler(createRouter({ db: database.db })),
+    procedure: "checkout.placeOrder",
+    input: { items: [{ sku: "kettle", qty: 1 }] },
+    serialize: superjson.serialize,
+    headers: { cookie: "uid=storm" },
+    concurrent: 12,
+    late: 3,
+    count: async () => (await clientWithKey("unused", "uid=storm").checkout.orders.query()).length,
+  });
+  expect(storm.ran, String(storm)).toBe(1);
+  // Every duplicate waits for the first (atomic mode) and gets its answer: none is refused, none runs again.
+  expect(storm.statuses, String(storm)).toEqual({ 200: 15 });
+  expect(storm.replays, String(storm)).toBe(14);
+  expect(new Set(storm.answers.map((answer) => answer.body)).size).toBe(1);
 });
 
 it("refuses a request without a valid uid cookie, before anything runs", async () => {

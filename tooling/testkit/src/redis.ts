@@ -77,6 +77,10 @@ async function launch(port: number, extra: string[] = []): Promise<ChildProcess>
     ],
     { stdio: ["ignore", "ignore", "ignore"] },
   );
+  // A test that fails before its cleanup must not leave a server behind: it goes with this process.
+  const orphaned = () => server.kill("SIGKILL");
+  process.once("exit", orphaned);
+  server.once("exit", () => process.off("exit", orphaned));
   const failed = new Promise<never>((_, reject) => {
     server.once("error", (error) =>
       reject(new Error(`redis-server could not start (${error.message}): apt-get install -y redis-server`)),

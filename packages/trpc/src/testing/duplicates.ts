@@ -1,0 +1,106 @@
+/**
+ * A storm of duplicates for a server test: the same mutation, with one Idempotency-Key, sent many times at once
+ * (and a few times after the first answer) through the app's real HTTP handler, with a report of what came back
+ * and how many times the procedure ran.
+ */
+
+/** Where the requests go: the app's base URL (`http://127.0.0.1:3000/api/trpc`), or its Fetch handler itself. */
+export type DuplicateTarget = string | ((request: Request) => Promise<Response>);
+
+export interface FireDuplicatesOptions {
+  /** The tRPC endpoint: a URL, or the Fetch handler (`(req) => fetchRequestHandler({ req, router, ... })`). */
+  target: DuplicateTarget;
+  /** The procedure's dotted path: `checkout.placeOrder`. */
+  procedure: string;
+  /** With a handler for `target`: the path it serves tRPC at. Default `/api/trpc`. */
+  endpoint?: string;
+  /** Its input, serialized as the app's transformer does (`serialize`, e.g. superjson's); as JSON without one. */
+  input: unknown;
+  serialize?: (input: unknown) => unknown;
+  /** The key all duplicates share. Default: a new UUID. */
+  key?: string;
+  /** Sent with every request: the cookie or authorization that makes the caller a user. */
+  headers?: Record<string, string>;
+  /** How many are sent at once. Default 10. */
+  concurrent?: number;
+  /** How many are sent one after another once all of those have their answer. Default 2. */
+  late?: number;
+  /** Reads how many times the procedure's effect happened (a count of rows, calls to a fake provider). */
+  count?: () => Promise<number>;
+}
+
+/** One answer of the storm. */
+export interface DuplicateAnswer {
+  status: number;
+  /** `Idempotent-Replayed: true`: answered from the store, the procedure did not run for it. */
+  replayed: boolean;
+  /** Sent after every concurrent one had its answer. */
+  late: boolean;
+  body: string;
+}
+
+export interface DuplicateReport {
+  key: string;
+  answers: DuplicateAnswer[];
+  /** How many answers had each status: `{ 200: 11, 409: 1 }`. */
+  statuses: Record<number, number>;
+  /** How many answers were replays. */
+  replays: number;
+  /** How many times the effect happened during the storm, when `count` was given. */
+  ran: number | undefined;
+  /** The report as lines, for a failure message. */
+  toString(): string;
+}
+
+/**
+ * Sends `concurrent` copies of one mutation at once with one key, then `late` more one by one, and reports the
+ * statuses, the replays and (with `count`) how many times the procedure ran: exactly once is the contract.
+ */
+export async function fireDuplicates(options: FireDuplicatesOptions): Promise<DuplicateReport> {
+  const { concurrent = 10, late = 2, count } = options;
+  const key = options.key ?? globalThis.crypto.randomUUID();
+  const before = await count?.();
+  const send = async (isLate: boolean): Promise<DuplicateAnswer> => {
+    const response = await deliver(options, key);
+    return {
+      status: response.status,
+      replayed: response.headers.get("idempotent-replayed") === "true",
+      late: isLate,
+      body: await response.text(),
+    };
+  };
+  const answers = await Promise.all(Array.from({ length: concurrent }, () => send(false)));
+  for (let index = 0; index < late; index++) answers.push(await send(true));
+  const statuses: Record<number, number> = {};
+  for (const { status } of answers) statuses[status] = (statuses[status] ?? 0) + 1;
+  const replays = answers.filter((answer) => answer.replayed).length;
+  const ran = count ? (await count()) - (before ?? 0) : undefined;
+  return {
+    key,
+    answers,
+    statuses,
+    replays,
+    ran,
+    toString: () =>
+      [
+        `${answers.length} requests with key ${key}: ${Object.entries(statuses)
+          .map(([status, times]) => `${times} × ${status}`)
+          .join(", ")}; ${replays} replayed${ran === undefined ? "" : `; the procedure ran ${ran} time(s)`}`,
+        ...answers.map(
+          (answer, index) =>
+            `  ${index + 1}. ${answer.late ? "late" : "concurrent"}  ${answer.status}${answer.replayed ? " (replayed)" : ""}  ${answer.body.slice(0, 120)}`,
+        ),
+      ].join("\n"),
+  };
+}
+
+function deliver(options: FireDuplicatesOptions, key: string): Promise<Response> {
+  const { target, procedure, input, serialize, headers = {}, endpoint = "/api/trpc" } = options;
+  const base = typeof target === "string" ? target.replace(/\/$/, "") : `http://idemkit.test${endpoint}`;
+  const request = new Request(`${base}/${procedure}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers, "idempotency-key": key },
+    body: JSON.stringify(serialize ? serialize(input) : input),
+  });
+  return typeof target === "string" ? fetch(request) : target(request);
+}

@@ -1,0 +1,7 @@
+export type {
+  DuplicateAnswer,
+  DuplicateReport,
+  DuplicateTarget,
+  FireDuplicatesOptions,
+} from "./duplicates.js";
+export { fireDuplicates } from "./duplicates.js";
