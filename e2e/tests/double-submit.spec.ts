@@ -6,6 +6,7 @@ import {
   expectEffectTimes,
   expectOneKeyPerAction,
   failFirstAttempts,
+  goOfflineWhileInFlight,
   loseResponsesAfterCommit,
   pressRapidly,
   reloadWhileInFlight,
@@ -176,6 +177,22 @@ test("offline before the click: the order waits, then is placed once when the co
   await expectOneKeyPerAction(sent);
   await expectEffectTimes(sent, orderCount(page.request));
   expect(sent.sent).toHaveLength(1);
+});
+
+test("offline while the order is on its way: it waits for the connection, then is placed once with its key", async ({
+  page,
+}) => {
+  const sent = watchMutations(page, PLACE_ORDER);
+  const { backOnline } = await goOfflineWhileInFlight(page, () => placeOrderButton(page).click(), PLACE_ORDER);
+  await expect(statusLine(page)).toHaveText(/offline/);
+  await backOnline();
+  await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
+  await expectOneKeyPerAction(sent);
+  await expectEffectTimes(sent, orderCount(page.request));
+  expect(sent.sent.map(({ attempt, status }) => [attempt, status])).toEqual([
+    [1, "failed"],
+    [2, 200],
+  ]);
 });
 
 test("the same cart again replays; a changed cart is a new order; a key reused for another cart is refused", async ({

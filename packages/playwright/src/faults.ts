@@ -70,6 +70,36 @@ export async function reloadWhileInFlight(
 }
 
 /**
+ * Runs `act` (the user pressing the form's button), and drops the connection while the mutation it sends is on
+ * its way: the request fails as the browser goes offline, before the server sees it. Returns once the page is
+ * offline; `backOnline()` brings it back, when the form's waiting state has been checked.
+ */
+export async function goOfflineWhileInFlight(
+  page: Page,
+  act: () => Promise<void>,
+  filter: MutationFilter = {},
+): Promise<{ backOnline: () => Promise<void> }> {
+  let sent!: () => void;
+  const inFlight = new Promise<void>((resolve) => {
+    sent = resolve;
+  });
+  let dropped!: () => void;
+  const offline = new Promise<void>((resolve) => {
+    dropped = resolve;
+  });
+  await routeMutations(page, filter, 1, async (route) => {
+    sent();
+    await offline;
+    await route.abort("internetdisconnected");
+  });
+  await act();
+  await inFlight;
+  await page.context().setOffline(true);
+  dropped();
+  return { backOnline: () => page.context().setOffline(false) };
+}
+
+/**
  * Takes the whole browser context offline (navigator.onLine false, every request failing) while `act` runs, then
  * brings it back: what a user in a tunnel does to a form.
  */

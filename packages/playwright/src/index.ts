@@ -1,6 +1,7 @@
 export { DoubleSubmitError, expectEffectTimes, expectOneKeyPerAction } from "./assertions.js";
 export {
   failFirstAttempts,
+  goOfflineWhileInFlight,
   loseResponsesAfterCommit,
   pressRapidly,
   reloadWhileInFlight,
