@@ -124,6 +124,8 @@ test("a reload while the order is in flight, then pressing again, places one ord
 test("after a reload mid-order, the page asks what became of it and shows it placed, without sending the cart again", async ({
   page,
 }) => {
+  // The order is still running at the server when the page comes back, so the page asks again until it is done.
+  await armFaults(page.request, { slowMs: 2_000 });
   const sent = watchMutations(page, PLACE_ORDER);
   const lookups: string[] = [];
   page.on("request", (request) => {
@@ -154,12 +156,16 @@ test("a gateway's 502 before the server saw the order is retried with the same k
   page,
 }) => {
   const sent = watchMutations(page, PLACE_ORDER);
-  await failFirstAttempts(page, 502, PLACE_ORDER);
+  const gateway = await failFirstAttempts(page, 502, PLACE_ORDER);
   await placeOrderButton(page).click();
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
   await expectOneKeyPerAction(sent);
   await expectEffectTimes(sent, orderCount(page.request));
-  expect(sent.sent.map(({ status }) => status)).toEqual([502, 200]);
+  expect(gateway.injected).toBe(1);
+  expect(sent.sent.map(({ status, injected }) => [status, injected])).toEqual([
+    [502, "failFirstAttempts"],
+    [200, undefined],
+  ]);
 });
 
 test("offline before the click: the order waits, then is placed once when the connection is back", async ({
@@ -193,6 +199,21 @@ test("offline while the order is on its way: it waits for the connection, then i
     [1, "failed"],
     [2, 200],
   ]);
+});
+
+test("the connection lost after the server committed: the page waits offline, then shows the order, placed once", async ({
+  page,
+}) => {
+  const sent = watchMutations(page, PLACE_ORDER);
+  const { backOnline } = await goOfflineWhileInFlight(page, () => placeOrderButton(page).click(), {
+    ...PLACE_ORDER,
+    afterCommit: true,
+  });
+  await expect(statusLine(page)).toHaveText(/offline/);
+  await backOnline();
+  await expect(statusLine(page)).toHaveText(/^Already placed: showing your order #\d+\.$/);
+  await expectOneKeyPerAction(sent);
+  await expectEffectTimes(sent, orderCount(page.request));
 });
 
 test("the same cart again replays; a changed cart is a new order; a key reused for another cart is refused", async ({

@@ -1,5 +1,7 @@
-export { DoubleSubmitError, expectEffectTimes, expectOneKeyPerAction } from "./assertions.js";
+export { expectEffectTimes, expectOneKeyPerAction } from "./assertions.js";
+export { DoubleSubmitError } from "./errors.js";
 export {
+  type ArmedFault,
   failFirstAttempts,
   goOfflineWhileInFlight,
   loseResponsesAfterCommit,
@@ -8,4 +10,4 @@ export {
   whileOffline,
 } from "./faults.js";
 export type { MutationFilter, MutationLog, SentMutation } from "./mutations.js";
-export { isMutation, watchMutations } from "./mutations.js";
+export { endpointOf, isMutation, watchMutations } from "./mutations.js";

@@ -6,7 +6,7 @@ import type { Page, Request } from "@playwright/test";
 
 /** Which requests are the form's mutations. */
 export interface MutationFilter {
-  /** The path the app's tRPC handler is mounted at. Default `/api/trpc/`. */
+  /** The path the app's tRPC handler is mounted at, with or without its trailing slash. Default `/api/trpc`. */
   endpoint?: string;
   /** Only this procedure, by its dotted path (`checkout.placeOrder`). Default: every mutation under the endpoint. */
   procedure?: string;
@@ -17,12 +17,16 @@ export interface SentMutation {
   procedure: string;
   /** The `Idempotency-Key` header; undefined when the request had none. */
   key: string | undefined;
-  /** 1 for the first request with this key, 2 for the next (a retry, a second press), and so on. */
+  /** 1 for the first request with this key, 2 for the next (a retry, a second press), and so on; 1 without a key. */
   attempt: number;
   /** The HTTP status; `"failed"` when no answer reached the page (offline, reset, aborted); `"pending"` until then. */
   status: number | "failed" | "pending";
+  /** Why it failed, as the browser says (`net::ERR_CONNECTION_RESET`), when it did. */
+  failure?: string;
   /** True when the server answered from its store (`Idempotent-Replayed: true`). */
   replayed: boolean;
+  /** Set when one of this package's faults answered or dropped it (which one), rather than the app's server. */
+  injected?: string;
 }
 
 /** The mutations a page sent, as they happened. */
@@ -30,18 +34,36 @@ export interface MutationLog {
   readonly sent: readonly SentMutation[];
   /** The distinct keys, in the order they were first sent. */
   keys(): string[];
-  /** Resolves once every request sent so far has its answer, or failed. */
-  settled(): Promise<void>;
-  /** A table of what was sent, one request per line: what failure messages print. */
+  /**
+   * Resolves once every request sent so far has its answer, or failed, and no new one came for `quietMs` (500 by
+   * default): a retry waiting out its backoff, or a press queued behind the first answer, is still seen.
+   */
+  settled(options?: { quietMs?: number }): Promise<void>;
+  /** A table of what was sent, one request per line (and the other POSTs, when none matched): what failures print. */
   toString(): string;
 }
 
+/** The endpoint as a path prefix that ends with a slash. */
+export function endpointOf(filter: MutationFilter): string {
+  const endpoint = filter.endpoint ?? "/api/trpc";
+  return endpoint.endsWith("/") ? endpoint : `${endpoint}/`;
+}
+
 /** Whether `request` is a mutation `filter` selects: a POST under the endpoint, to that procedure if one is named. */
-export function isMutation(request: Request, { endpoint = "/api/trpc/", procedure }: MutationFilter = {}): boolean {
+export function isMutation(request: Request, filter: MutationFilter = {}): boolean {
   if (request.method() !== "POST") return false;
+  const endpoint = endpointOf(filter);
   const { pathname } = new URL(request.url());
   if (!pathname.startsWith(endpoint)) return false;
-  return procedure === undefined || pathname.slice(endpoint.length) === procedure;
+  return filter.procedure === undefined || pathname.slice(endpoint.length) === filter.procedure;
+}
+
+/** What this package's faults did to a request, for the log to say. */
+const injectedFaults = new WeakMap<Request, string>();
+
+/** Marks `request` as answered or dropped by the fault `name`. */
+export function markInjected(request: Request, name: string): void {
+  injectedFaults.set(request, name);
 }
 
 /**
@@ -49,56 +71,97 @@ export function isMutation(request: Request, { endpoint = "/api/trpc/", procedur
  * Call it before the user acts; read it, or hand it to the assertions, after.
  */
 export function watchMutations(page: Page, filter: MutationFilter = {}): MutationLog {
-  const endpoint = filter.endpoint ?? "/api/trpc/";
+  const endpoint = endpointOf(filter);
   const sent: SentMutation[] = [];
-  const answered: Promise<void>[] = [];
-  const entries = new Map<Request, { entry: SentMutation; done: () => void }>();
+  const otherPosts: string[] = [];
+  const pending = new Map<Request, SentMutation>();
+  let lastChange = Date.now();
+  let changed: () => void = () => {};
+  const touch = () => {
+    lastChange = Date.now();
+    changed();
+  };
   const finish = (request: Request, status: SentMutation["status"], replayed = false) => {
-    const found = entries.get(request);
-    if (found?.entry.status !== "pending") return;
-    found.entry.status = status;
-    found.entry.replayed = replayed;
-    found.done();
+    const entry = pending.get(request);
+    if (!entry) return;
+    pending.delete(request);
+    entry.status = status;
+    entry.replayed = replayed;
+    const failure = status === "failed" ? request.failure()?.errorText : undefined;
+    if (failure) entry.failure = failure;
+    const injected = injectedFaults.get(request);
+    if (injected) entry.injected = injected;
+    touch();
   };
 
   page.on("request", (request) => {
-    if (!isMutation(request, filter)) return;
+    const redirected = request.redirectedFrom();
+    const earlier = redirected && pending.get(redirected);
+    if (earlier) {
+      // A redirect is the same attempt, followed: the entry moves to the request that carries it on.
+      pending.delete(redirected);
+      pending.set(request, earlier);
+      return;
+    }
+    if (!isMutation(request, filter)) {
+      if (request.method() === "POST") otherPosts.push(new URL(request.url()).pathname);
+      return;
+    }
     const key = request.headers()["idempotency-key"];
     const entry: SentMutation = {
       procedure: new URL(request.url()).pathname.slice(endpoint.length),
       key,
-      attempt: sent.filter((other) => other.key === key).length + 1,
+      attempt: key === undefined ? 1 : sent.filter((other) => other.key === key).length + 1,
       status: "pending",
       replayed: false,
     };
     sent.push(entry);
-    answered.push(new Promise<void>((done) => entries.set(request, { entry, done })));
+    pending.set(request, entry);
+    touch();
   });
   page.on("response", (response) => {
     finish(response.request(), response.status(), response.headers()["idempotent-replayed"] === "true");
   });
   page.on("requestfailed", (request) => finish(request, "failed"));
-  // A page that closes or navigates away leaves its unanswered requests with no answer at all.
-  page.on("close", () => {
-    for (const request of entries.keys()) finish(request, "failed");
-  });
+  // A page that closes or crashes leaves its unanswered requests with no answer at all.
+  const abandonAll = () => {
+    for (const request of [...pending.keys()]) finish(request, "failed");
+  };
+  page.on("close", abandonAll);
+  page.on("crash", abandonAll);
 
   return {
     sent,
     keys: () => [...new Set(sent.map((entry) => entry.key).filter((key): key is string => key !== undefined))],
-    settled: async () => {
-      await Promise.all(answered);
+    async settled({ quietMs = 500 } = {}) {
+      for (;;) {
+        const waitMs = lastChange + quietMs - Date.now();
+        if (pending.size === 0 && waitMs <= 0) return;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.max(waitMs, 50));
+          changed = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        changed = () => {};
+      }
     },
-    toString: () => describeSent(sent),
+    toString: () => describeSent(sent, otherPosts, filter),
   };
 }
 
-/** The requests as a table: `#  procedure  key  attempt  status`. */
-function describeSent(sent: readonly SentMutation[]): string {
-  if (sent.length === 0) return "  (no mutation was sent)";
+/** The requests as a table: `#. procedure  key  attempt  → status`. */
+function describeSent(sent: readonly SentMutation[], otherPosts: string[], filter: MutationFilter): string {
+  if (sent.length === 0) {
+    const looked = `POSTs to ${endpointOf(filter)}${filter.procedure ?? "*"}`;
+    const others = otherPosts.length > 0 ? `; other POSTs the page sent: ${otherPosts.join(", ")}` : "";
+    return `  (no mutation was sent: watched for ${looked}${others})`;
+  }
   return sent
     .map((entry, index) => {
-      const status = entry.replayed ? `${entry.status} (replayed)` : String(entry.status);
+      const reason = [entry.failure, entry.injected && `injected by ${entry.injected}`].filter(Boolean).join(", ");
+      const status = `${entry.status}${entry.replayed ? " (replayed)" : ""}${reason ? ` (${reason})` : ""}`;
       return `  ${index + 1}. ${entry.procedure}  key ${entry.key ?? "(none)"}  attempt ${entry.attempt}  → ${status}`;
     })
     .join("\n");

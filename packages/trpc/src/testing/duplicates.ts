@@ -31,6 +31,7 @@ export interface FireDuplicatesOptions {
 
 /** One answer of the storm. */
 export interface DuplicateAnswer {
+  /** The HTTP status; 0 when no answer came (the connection failed: `body` says why). */
   status: number;
   /** `Idempotent-Replayed: true`: answered from the store, the procedure did not run for it. */
   replayed: boolean;
@@ -61,13 +62,17 @@ export async function fireDuplicates(options: FireDuplicatesOptions): Promise<Du
   const key = options.key ?? globalThis.crypto.randomUUID();
   const before = await count?.();
   const send = async (isLate: boolean): Promise<DuplicateAnswer> => {
-    const response = await deliver(options, key);
-    return {
-      status: response.status,
-      replayed: response.headers.get("idempotent-replayed") === "true",
-      late: isLate,
-      body: await response.text(),
-    };
+    try {
+      const response = await deliver(options, key);
+      return {
+        status: response.status,
+        replayed: response.headers.get("idempotent-replayed") === "true",
+        late: isLate,
+        body: await response.text(),
+      };
+    } catch (error) {
+      return { status: 0, replayed: false, late: isLate, body: String(error) };
+    }
   };
   const answers = await Promise.all(Array.from({ length: concurrent }, () => send(false)));
   for (let index = 0; index < late; index++) answers.push(await send(true));
@@ -75,13 +80,11 @@ export async function fireDuplicates(options: FireDuplicatesOptions): Promise<Du
   for (const { status } of answers) statuses[status] = (statuses[status] ?? 0) + 1;
   const replays = answers.filter((answer) => answer.replayed).length;
   const ran = count ? (await count()) - (before ?? 0) : undefined;
-  return {
-    key,
-    answers,
-    statuses,
-    replays,
-    ran,
-    toString: () =>
+  const report = { key, answers, statuses, replays, ran } as DuplicateReport;
+  // Not an own enumerable property: a report compared with toEqual shows its data, not a function.
+  Object.defineProperty(report, "toString", {
+    enumerable: false,
+    value: () =>
       [
         `${answers.length} requests with key ${key}: ${Object.entries(statuses)
           .map(([status, times]) => `${times} × ${status}`)
@@ -91,11 +94,16 @@ export async function fireDuplicates(options: FireDuplicatesOptions): Promise<Du
             `  ${index + 1}. ${answer.late ? "late" : "concurrent"}  ${answer.status}${answer.replayed ? " (replayed)" : ""}  ${answer.body.slice(0, 120)}`,
         ),
       ].join("\n"),
-  };
+  });
+  return report;
 }
 
 function deliver(options: FireDuplicatesOptions, key: string): Promise<Response> {
-  const { target, procedure, input, serialize, headers = {}, endpoint = "/api/trpc" } = options;
+  const { target, procedure, input, serialize, endpoint = "/api/trpc" } = options;
+  // The storm's key wins over one given in `headers`, whatever its case.
+  const headers = Object.fromEntries(
+    Object.entries(options.headers ?? {}).filter(([name]) => name.toLowerCase() !== "idempotency-key"),
+  );
   const base = typeof target === "string" ? target.replace(/\/$/, "") : `http://idemkit.test${endpoint}`;
   const request = new Request(`${base}/${procedure}`, {
     method: "POST",
