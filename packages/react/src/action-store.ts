@@ -4,6 +4,7 @@
  * user pressing this button". A tab the browser duplicates gets a copy: actions are stamped with their tab for that.
  */
 import { fingerprint } from "@idemkit/core/internal";
+import { browserStorage } from "./browser-storage.js";
 import type { TabIdentity } from "./tabs.js";
 
 /** The minimal storage a hook needs: `sessionStorage`, `localStorage`, or your own. */
@@ -33,11 +34,7 @@ export interface ActionStore {
 
 /** sessionStorage when the page has one (undefined during SSR, and it may throw when storage is blocked). */
 export function defaultStorage(): KeyStorage | undefined {
-  try {
-    return globalThis.sessionStorage ?? undefined;
-  } catch {
-    return undefined;
-  }
+  return browserStorage("sessionStorage");
 }
 
 /**
@@ -98,6 +95,17 @@ function safely<T>(run: () => T): T | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The stored action a press with this input continues: the same input (by fingerprint), and not refused for good.
+ * Undefined when the press is a new action.
+ */
+export function continuedAction(store: ActionStore, inputFingerprint: string | undefined): Action | undefined {
+  const stored = store.read();
+  return inputFingerprint !== undefined && stored?.fingerprint === inputFingerprint && !stored.refused
+    ? stored
+    : undefined;
 }
 
 /** A procedure's dotted path (`checkout.placeOrder`), from its TanStack mutation key. */

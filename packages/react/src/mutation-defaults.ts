@@ -11,6 +11,7 @@ import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from
 import {
   actionFingerprint,
   actionStore,
+  continuedAction,
   defaultStorage,
   defaultStorageName,
   type KeyStorage,
@@ -47,10 +48,7 @@ export function idempotentMutationDefaults<TDef extends ResolverDef>(
 ): ReturnType<TRPCMutationOptions<TDef>> {
   const { storage, storageKey, ...mutationOptions } = options;
   const form = actionStore(storage ?? defaultStorage(), storageKey ?? defaultStorageName(procedurePath(procedure)));
-  const formKeyFor = (input: unknown) => {
-    const action = form.read();
-    return action && !action.refused && action.fingerprint === actionFingerprint(input) ? action.key : undefined;
-  };
+  const formKeyFor = (input: unknown) => continuedAction(form, actionFingerprint(input))?.key;
   const base = procedure.mutationOptions(mutationOptions);
   return carryingKey(
     {

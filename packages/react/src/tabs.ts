@@ -5,6 +5,8 @@
  * Wherever a tab cannot tell, it errs on the side that never runs an action twice: the action is its own.
  */
 
+import { browserStorage } from "./browser-storage.js";
+
 const TAB_LOCK = "idemkit:tab:";
 const TAB_ID = "idemkit-tab";
 const TAB_CHANNEL = "idemkit:tabs";
@@ -55,7 +57,7 @@ export function thisTab(): Promise<TabIdentity> {
   const tabs = documentTabs();
   if (!tabs.identity) {
     const locks = webLocks();
-    const storage = storageOrUndefined("sessionStorage");
+    const storage = browserStorage("sessionStorage");
     const topLevel = typeof window !== "undefined" && window.top === window;
     if (!locks || !storage || !topLevel) tabs.known = { id: undefined };
     tabs.identity = (
@@ -203,7 +205,7 @@ export async function sendAcrossTabs<T>(
   signal: AbortSignal,
   send: (key: string) => Promise<T>,
 ): Promise<T> {
-  const shared = storageOrUndefined("localStorage");
+  const shared = browserStorage("localStorage");
   const entry = `idemkit:across-tabs:${name}:${action.fingerprint}`;
   const lock = entry;
   const asked = Date.now();
@@ -281,12 +283,4 @@ function forgetSettled(storage: Storage | undefined, prefix: string): void {
 
 function webLocks(): LockManager | undefined {
   return typeof navigator === "undefined" ? undefined : navigator.locks;
-}
-
-function storageOrUndefined(which: "sessionStorage" | "localStorage"): Storage | undefined {
-  try {
-    return globalThis[which] ?? undefined;
-  } catch {
-    return undefined;
-  }
 }

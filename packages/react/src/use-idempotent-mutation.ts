@@ -26,6 +26,7 @@ import {
   type Action,
   actionFingerprint,
   actionStore,
+  continuedAction,
   defaultStorage,
   defaultStorageName,
   type KeyStorage,
@@ -349,11 +350,10 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
           return Promise.reject(new ActionInFlightError());
         }
       }
-      const stored = store.read();
-      const current: Action =
-        inputFingerprint !== undefined && stored?.fingerprint === inputFingerprint && !stored.refused
-          ? stored
-          : { key: newIdempotencyKey(), fingerprint: inputFingerprint ?? "" };
+      const current: Action = continuedAction(store, inputFingerprint) ?? {
+        key: newIdempotencyKey(),
+        fingerprint: inputFingerprint ?? "",
+      };
       store.write(current);
       action.current = current;
       setKey(current.key);
