@@ -16,8 +16,8 @@ export interface KeyStorage {
 
 /**
  * One user action: the key minted when it started, the fingerprint of the input it was started with, whether
- * the server refused it for good (a stored 4xx): pressing again with that input is then a new attempt, with a new
- * key, and the tab that started it, where tabs can be told apart.
+ * the server refused it for good (a failure it stored, 4xx or 5xx): pressing again with that input is then a new
+ * attempt, with a new key, and the tab that started it, where tabs can be told apart.
  */
 export interface Action {
   key: string;

@@ -69,7 +69,8 @@ export interface IdempotentMutationState {
   replayed: boolean;
   /**
    * Set when there is an error: true when pressing the button again (same input, same key) can still succeed,
-   * false when it cannot (invalid input, a key reused with another input, a refusal the server stored).
+   * false when it cannot (invalid input, a key reused with another input, a failure the server stored: a 4xx, or a
+   * 5xx under the middleware's `storeServerErrors`).
    */
   retryable: boolean | undefined;
   /** True while the mutation waits for the browser to come back online, before its first request or a retry. */
@@ -199,7 +200,8 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
       settledOutcome(ask, { path, key: current.key }, abort.signal, (outcome) => {
         if (!applies()) return;
         if (outcome.state === "failed") {
-          // A stored refusal: pressing again is a new attempt, as when the hook saw the refusal itself.
+          // A stored failure (a 4xx, or a 5xx under storeServerErrors): pressing again is a new attempt, as when
+          // the hook saw the refusal itself.
           action.current = { ...current, refused: true };
           store.write(action.current);
         }
@@ -282,8 +284,9 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
           ? send(own.action.key)
           : sendAcrossTabs(name, sender, { key: own.action.key, fingerprint: own.fingerprint }, own.abort.signal, send);
       return sent.catch((error: unknown) => {
-        // Refused for good by the server (a stored 4xx): pressing again is a new attempt, not its replay. Decided
-        // here, on the server's answer, and not on what the app's own callbacks may throw later.
+        // Refused for good by the server (a stored 4xx, or a replayed 5xx it stored): pressing again is a new
+        // attempt, not its replay. Decided here, on the server's answer, and not on what the app's own callbacks
+        // may throw later.
         if (isStoredRefusal(error) && action.current?.key === own.action.key) {
           action.current = { ...own.action, refused: true };
           store.write(action.current);

@@ -241,6 +241,24 @@ describe("the key's life", () => {
     expect(new Set(sent.map((request) => request.key)).size).toBe(3);
   });
 
+  it("after a server error the server stored (storeServerErrors: its retry is a replayed 500), pressing again is a new attempt with a new key", async () => {
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    sent[0]?.answer(500, busy);
+    await act(() => vi.advanceTimersByTimeAsync(60_000)); // the link retries the 500 with the same key...
+    sent[1]?.answer(500, busy, { "idempotent-replayed": "true" }); // ...and the store replays it
+    await settle();
+    expect(sent.map((request) => request.key)).toEqual([sent[0]?.key, sent[0]?.key]);
+    expect(result.current).toMatchObject({ isError: true, retryable: false });
+
+    act(() => result.current.mutate(tea));
+    await settle();
+    expect(sent).toHaveLength(3);
+    expect(sent[2]?.key).not.toBe(sent[0]?.key);
+    expect(result.current.key).toBe(sent[2]?.key);
+  });
+
   it.each([
     ["", {}],
     [
@@ -407,19 +425,24 @@ describe("the outcome lookup", () => {
     expect(sent.map((request) => request.key)).toEqual([key]);
   });
 
-  it("after a reload, retires the key of an action the server refused (pressing again is a new attempt)", async () => {
-    const key = globalThis.crypto.randomUUID();
-    leftBehind(key);
-    const declined = { code: "FORBIDDEN", message: "Your card was declined" };
-    const { lookup } = lookupAnswering({ state: "failed", status: 403, error: declined });
-    const { result } = render({ lookup });
-    await settle();
-    expect(result.current.outcome).toEqual({ state: "failed", status: 403, error: declined });
-    act(() => result.current.mutate(tea));
-    await settle();
-    expect(sent).toHaveLength(1);
-    expect(sent[0]?.key).not.toBe(key);
-  });
+  it.each([
+    ["refused (a stored 4xx)", 403, { code: "FORBIDDEN", message: "Your card was declined" }],
+    ["failed with a 5xx it stored (storeServerErrors)", 500, { code: "INTERNAL_SERVER_ERROR", message: "boom" }],
+  ])(
+    "after a reload, retires the key of an action the server %s: pressing again is a new attempt",
+    async (_, status, error) => {
+      const key = globalThis.crypto.randomUUID();
+      leftBehind(key);
+      const { lookup } = lookupAnswering({ state: "failed", status, error });
+      const { result } = render({ lookup });
+      await settle();
+      expect(result.current.outcome).toEqual({ state: "failed", status, error });
+      act(() => result.current.mutate(tea));
+      await settle();
+      expect(sent).toHaveLength(1);
+      expect(sent[0]?.key).not.toBe(key);
+    },
+  );
 
   it("under StrictMode (the effect that asks runs twice), still shows what it found", async () => {
     const key = globalThis.crypto.randomUUID();

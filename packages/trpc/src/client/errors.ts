@@ -43,23 +43,30 @@ export function statusOf(error: unknown): number | undefined {
 export function isRetryableError(error: unknown): boolean {
   if (!isClientError(error)) return false;
   const headers = responseOf(error)?.headers;
-  const replayed = headers?.get(IDEMPOTENT_REPLAYED_HEADER) === "true";
+  const replayed = isReplayed(error);
   const verdict = idempotencyDataOf(error)?.retryable;
   if (typeof verdict === "boolean" && !replayed) return verdict;
   return isRetryableAnswer({ status: statusOf(error), retryAfter: headers?.get("retry-after") != null, replayed });
 }
 
 /**
- * True when the server answered with a refusal it keeps for the key (a 4xx it stores, such as 402, 403, 404 or
- * 422): sending the same key again can only replay it, so pressing again is a new attempt that needs a new key.
- * False for everything else, including what merely cannot be retried as it is (a procedure's own 409, an answer
- * that never arrived whole, an error thrown by the app's own callback): there the key may still have run, and
- * must be kept.
+ * True when the server answered with a failure it keeps for the key: a 4xx it stores (such as 402, 403, 404 or
+ * 422), or any error it replayed (only stored answers replay, so this includes a 5xx kept under the middleware's
+ * `storeServerErrors`). Sending the same key again can only replay it until the record expires, so pressing again
+ * is a new attempt that needs a new key. False for everything else, including what merely cannot be retried as it
+ * is (a procedure's own 409, a 5xx seen for the first time, an answer that never arrived whole, an error thrown by
+ * the app's own callback): there the key may still have run, or may still succeed, and must be kept.
  */
 export function isStoredRefusal(error: unknown): boolean {
   if (!isClientError(error)) return false;
   const status = statusOf(error);
-  return status !== undefined && status >= 400 && status < 500 && isStoredStatus(status);
+  if (status === undefined || status < 400) return false;
+  return isReplayed(error) || (status < 500 && isStoredStatus(status));
+}
+
+/** Whether the answer came from the server's store (`Idempotent-Replayed: true`): it can never change. */
+function isReplayed(error: TRPCClientError<AnyTRPCRouter>): boolean {
+  return responseOf(error)?.headers?.get(IDEMPOTENT_REPLAYED_HEADER) === "true";
 }
 
 /** `instanceof` fails when the app and idemkit load two copies of @trpc/client; the name survives that. */
