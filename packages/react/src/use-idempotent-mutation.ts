@@ -33,7 +33,7 @@ import {
   procedurePath,
 } from "./action-store.js";
 import { appCallbacks, carriedKey, carryingKey, ownOnMutateResult } from "./mutation-key-context.js";
-import { type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
+import { DEFAULT_LOOKUP_MAX_RUNNING_MS, type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
 import { knownTab, sendAcrossTabs, thisTab } from "./tabs.js";
 
 /** The options `procedure.mutationOptions()` takes (callbacks, `meta`, `trpc`), plus where the key is kept. */
@@ -52,9 +52,17 @@ export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable
    * `(input, { signal }) => trpcClient.idempotencyOutcome.query(input, { signal })`. With it, the hook asks what became of an action whose
    * answer it does not have, instead of leaving the user to guess: after a reload finds an action in storage, and
    * after the link gave up. A completed action then shows as succeeded (replayed, with its data) without its input
-   * being sent again.
+   * being sent again. While it answers `running`, it is asked again after 1 s, 2 s, 4 s... up to every 30 s.
    */
   lookup?: OutcomeLookup;
+  /**
+   * How long the `lookup` is asked again while it answers `running`, in ms: no call can hold its key longer, so
+   * past it the hook stops asking and shows the outcome as `unknown` (pressing again sends the action with its key,
+   * which replays it, runs it once or waits for it), rather than "still running" for good. Set it to the
+   * middleware's `maxHoldMs` plus its `leaseMs` when you changed those. Default 16 minutes (15 min + 60 s, their
+   * defaults).
+   */
+  lookupMaxRunningMs?: number;
 };
 
 /** What the form can show about the action in flight, on top of TanStack Query's mutation state. */
@@ -77,7 +85,8 @@ export interface IdempotentMutationState {
   isPaused: boolean;
   /**
    * What the `lookup` found for the current action when the hook had no answer of its own (after a reload, after
-   * the link gave up); undefined before it asked, or without a `lookup`. A `completed` one also shows as success.
+   * the link gave up); undefined before it asked, or without a `lookup`. A `completed` one also shows as success;
+   * `running` is asked again until `lookupMaxRunningMs`, and then shown as `unknown`.
    */
   outcome: IdempotencyOutcomeAnswer | undefined;
 }
@@ -144,7 +153,13 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   procedure: DecorateMutationProcedure<TDef>,
   options: UseIdempotentMutationOptions<TDef> = {},
 ): UseIdempotentMutationResult<TDef> {
-  const { storage, storageKey, lookup, ...mutationOptions } = options;
+  const {
+    storage,
+    storageKey,
+    lookup,
+    lookupMaxRunningMs = DEFAULT_LOOKUP_MAX_RUNNING_MS,
+    ...mutationOptions
+  } = options;
   const path = procedurePath(procedure);
   const name = storageKey ?? defaultStorageName(path);
   // The in-memory fallback lives in a ref: React may drop a memoized store, and the key must not go with it.
@@ -170,8 +185,8 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
 
   /** What the lookup found, for the action with `key`. */
   const [found, setFound] = useState<{ key: string; outcome: IdempotencyOutcomeAnswer }>();
-  const lookupRef = useRef(lookup);
-  lookupRef.current = lookup;
+  const lookupRef = useRef({ ask: lookup, maxRunningMs: lookupMaxRunningMs });
+  lookupRef.current = { ask: lookup, maxRunningMs: lookupMaxRunningMs };
   const lookingUp = useRef<AbortController | undefined>(undefined);
 
   const mounted = useRef(false);
@@ -189,7 +204,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
    */
   const reconcile = useCallback(
     (current: Action): { abort: AbortController; settled: () => boolean } | undefined => {
-      const ask = lookupRef.current;
+      const { ask, maxRunningMs } = lookupRef.current;
       if (!ask || current.refused || !mounted.current) return undefined;
       lookingUp.current?.abort();
       const abort = new AbortController();
@@ -197,7 +212,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
       const applies = () =>
         !abort.signal.aborted && mounted.current && action.current?.key === current.key && !running.current;
       let done = false;
-      settledOutcome(ask, { path, key: current.key }, abort.signal, (outcome) => {
+      settledOutcome(ask, { path, key: current.key }, { signal: abort.signal, maxRunningMs }, (outcome) => {
         if (!applies()) return;
         if (outcome.state === "failed") {
           // A stored failure (a 4xx, or a 5xx under storeServerErrors): pressing again is a new attempt, as when

@@ -90,6 +90,7 @@ interface RenderOptions {
   onSuccess?: (data: { orderId: number }, input: { items: string[] }, onMutateResult: unknown) => void;
   onMutate?: (input: { items: string[] }) => unknown;
   lookup?: UseIdempotentMutationOptions<never>["lookup"];
+  lookupMaxRunningMs?: number;
   /** The page's clients, when the test needs them (a page that persists its mutations, or restores them). */
   clients?: Clients;
 }
@@ -109,7 +110,15 @@ function clientsOfAPage(): Clients {
   };
 }
 
-function render({ storage, strict = false, onSuccess, onMutate, lookup, clients }: RenderOptions = {}) {
+function render({
+  storage,
+  strict = false,
+  onSuccess,
+  onMutate,
+  lookup,
+  lookupMaxRunningMs,
+  clients,
+}: RenderOptions = {}) {
   const { queryClient, trpcClient } = clients ?? clientsOfAPage();
   const wrapper = ({ children }: { children: ReactNode }) =>
     createElement(
@@ -124,6 +133,7 @@ function render({ storage, strict = false, onSuccess, onMutate, lookup, clients 
         ...(onSuccess && { onSuccess }),
         ...(onMutate && { onMutate }),
         ...(lookup && { lookup }),
+        ...(lookupMaxRunningMs !== undefined && { lookupMaxRunningMs }),
       }),
     // StrictMode as React Testing Library applies it: a <StrictMode> in the wrapper does not run effects twice.
     { wrapper, reactStrictMode: strict },
@@ -452,6 +462,50 @@ describe("the outcome lookup", () => {
     await settle();
     expect(result.current).toMatchObject({ key, isSuccess: true, replayed: true, data: { orderId: 7 } });
   });
+
+  it("keeps asking, less and less often, while the call runs (past 30 answers), then shows it completed", async () => {
+    const key = globalThis.crypto.randomUUID();
+    leftBehind(key);
+    const running = Array.from({ length: 31 }, () => ({ state: "running" }) as const);
+    const { asked, lookup } = lookupAnswering(...running, { state: "completed", data: { orderId: 7 } });
+    const { result } = render({ lookup });
+    await settle();
+    // Asked at once, then after 1, 2 and 4 s: the pause doubles.
+    await act(() => vi.advanceTimersByTimeAsync(10_000));
+    expect(asked).toHaveLength(4);
+    expect(result.current.outcome).toEqual({ state: "running" });
+
+    await act(() => vi.advanceTimersByTimeAsync(15 * 60_000));
+    expect(asked).toHaveLength(32);
+    expect(result.current).toMatchObject({ key, isSuccess: true, replayed: true, data: { orderId: 7 } });
+    expect(sent).toHaveLength(0);
+  });
+
+  it.each([
+    ["by default, 16 minutes (the middleware's default maxHoldMs plus one leaseMs)", undefined, 16 * 60_000],
+    ["with lookupMaxRunningMs", 90_000, 90_000],
+  ])(
+    "stops asking once the call can no longer be running, %s: it shows unknown, and a press sends with the same key",
+    async (_, lookupMaxRunningMs, boundMs) => {
+      const key = globalThis.crypto.randomUUID();
+      leftBehind(key);
+      const { asked, lookup } = lookupAnswering({ state: "running" });
+      const { result } = render({ lookup, ...(lookupMaxRunningMs !== undefined && { lookupMaxRunningMs }) });
+      await settle();
+      await act(() => vi.advanceTimersByTimeAsync(boundMs - 1));
+      expect(result.current.outcome).toEqual({ state: "running" });
+      await act(() => vi.advanceTimersByTimeAsync(1));
+      expect(result.current).toMatchObject({ key, isIdle: true, outcome: { state: "unknown" } });
+      const askedInAll = asked.length;
+      expect(askedInAll).toBeLessThanOrEqual(40);
+      await act(() => vi.advanceTimersByTimeAsync(60 * 60_000));
+      expect(asked).toHaveLength(askedInAll);
+
+      act(() => result.current.mutate(tea));
+      await settle();
+      expect(sent.map((request) => request.key)).toEqual([key]);
+    },
+  );
 
   it("stops asking once the form is gone", async () => {
     const key = globalThis.crypto.randomUUID();

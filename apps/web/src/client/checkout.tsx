@@ -99,7 +99,15 @@ export function Checkout() {
         </div>
         {/* The action's key, for anyone inspecting the page (and the browser tests) to see which action it shows. */}
         <p role="status" className={`status ${order.status}`} data-idempotency-key={order.key}>
-          {statusLine({ ...order, orderId: order.data?.orderId, errorMessage: order.error?.message }, now)}
+          {statusLine(
+            {
+              ...order,
+              orderId: order.data?.orderId,
+              errorMessage: order.error?.message,
+              checking: order.outcome?.state === "running",
+            },
+            now,
+          )}
         </p>
       </section>
 
@@ -132,6 +140,8 @@ interface ActionView {
   retryable: boolean | undefined;
   orderId: number | undefined;
   errorMessage: string | undefined;
+  /** The lookup says the order found after a reload is still being placed (asked again until it settles). */
+  checking: boolean;
 }
 
 /** What the button's action is doing, in words; the order number once the server has answered. */
@@ -153,7 +163,7 @@ function statusLine(action: ActionView, now: number): string {
         ? "Could not reach the shop. Press Place order again: it will not be placed twice."
         : `Not placed: ${action.errorMessage}`;
     case "idle":
-      return "";
+      return action.checking ? "Checking whether your order went through…" : "";
   }
 }
 
