@@ -6,7 +6,9 @@
  * with the same key, which is safe either way.
  *
  * A record belongs to its scope: the lookup reads only records of the caller's own scope, computed the same way as
- * the middleware's, so nobody reads another user's results by guessing keys.
+ * the middleware's, so nobody reads another user's results by guessing keys. Scope strings carry no namespace (user
+ * "7" and organisation "7" are the same string), so each procedure is read under its own middleware's scope
+ * function, and a procedure the lookup does not list is refused rather than read under a scope that may not be its.
  */
 import { type IdempotencyOutcomeAnswer, type IdempotencyStore, RecordState, type StoredRecord } from "@idemkit/core";
 import { parseIdempotencyKey } from "@idemkit/core/internal";
@@ -19,19 +21,27 @@ export interface OutcomeLookupInput {
   key: string;
 }
 
+/** Who owns a procedure's records, from the context: the `scope` function of that procedure's middleware. */
+export type OutcomeScope<TCtx> = (opts: { ctx: TCtx }) => string | Promise<string>;
+
 export interface OutcomeLookupOptions<TCtx> {
   /** The store the `idempotency` middleware uses. */
   store: IdempotencyStore<unknown>;
-  /** The middleware's `scope`: the same function, so a lookup sees only the caller's own records. */
-  scope: (opts: { ctx: TCtx }) => string | Promise<string>;
+  /**
+   * The procedures whose outcomes may be looked up, by path, each read under the scope its own middleware uses, so
+   * that a caller only ever reads records of its own scope for that procedure. A list of paths shares `scope`
+   * (`["checkout.placeOrder"]`); a record names a procedure's own scope where it differs
+   * (`{ "checkout.placeOrder": {}, "admin.refund": { scope: byOrganisation } }`, where `{}` takes `scope`). A path
+   * not listed is refused with 404 NOT_FOUND: its records may be scoped another way. Required.
+   */
+  procedures: readonly string[] | Readonly<Record<string, { scope?: OutcomeScope<TCtx> }>>;
+  /**
+   * The scope of the listed procedures that name none of their own: the `scope` function their middleware uses.
+   * Required unless every procedure names its own.
+   */
+  scope?: OutcomeScope<TCtx>;
   /** The middleware's `transformer`, so a completed result reads back with its types. */
   transformer?: IdempotencyTransformer;
-  /**
-   * The procedures that may be looked up (their paths). Default: any. Give them when procedures differ in how they
-   * are scoped (one by organisation, one by user): `scope` here is one function, and should answer only for the
-   * procedures whose middleware uses the same.
-   */
-  procedures?: readonly string[];
   /** The clock, in ms since the epoch, to tell expired records; for tests that move time. */
   now?: () => number;
 }
@@ -64,22 +74,25 @@ export function outcomeLookupInput(input: unknown): OutcomeLookupInput {
 
 /**
  * The resolver of the outcome lookup query. Mount it once, on a procedure with the same authentication as the
- * protected mutations:
+ * protected mutations, listing the procedures it answers for:
  *
- *   idempotencyOutcome: authedProcedure.input(outcomeLookupInput).query(outcomeLookup({ store, scope, transformer }))
+ *   idempotencyOutcome: authedProcedure
+ *     .input(outcomeLookupInput)
+ *     .query(outcomeLookup({ store, scope, procedures: ["checkout.placeOrder"], transformer }))
  */
 export function outcomeLookup<TCtx>({
   store,
-  scope: scopeOf,
+  scope,
   transformer,
   procedures,
   now = Date.now,
 }: OutcomeLookupOptions<TCtx>) {
   const output = outputTransformer(transformer);
-  const allowed = procedures && new Set(procedures);
+  const scopes = scopesByPath(procedures, scope);
   return async ({ ctx, input }: { ctx: TCtx; input: OutcomeLookupInput }): Promise<IdempotencyOutcomeAnswer> => {
-    if (allowed && !allowed.has(input.path)) {
-      throw new TRPCError({ code: "BAD_REQUEST", message: `Outcomes of ${input.path} cannot be looked up here.` });
+    const scopeOf = scopes.get(input.path);
+    if (!scopeOf) {
+      throw new TRPCError({ code: "NOT_FOUND", message: `Outcomes of ${input.path} cannot be looked up here.` });
     }
     const scope = await scopeOf({ ctx });
     if (typeof scope !== "string" || scope.length === 0) {
@@ -94,6 +107,27 @@ export function outcomeLookup<TCtx>({
       : { running: false, record: await store.get(id) };
     return answerFor(running, record, now(), output);
   };
+}
+
+/** Each listed procedure's scope function; fails at mount, not on the first lookup, when one has none. */
+function scopesByPath<TCtx>(
+  procedures: OutcomeLookupOptions<TCtx>["procedures"] | undefined,
+  shared: OutcomeScope<TCtx> | undefined,
+): Map<string, OutcomeScope<TCtx>> {
+  if (!procedures) {
+    throw new TypeError("outcomeLookup(): list the procedures it answers for in `procedures`, with their scopes.");
+  }
+  const listed: Array<[string, { scope?: OutcomeScope<TCtx> }]> = Array.isArray(procedures)
+    ? procedures.map((path) => [path, {}])
+    : Object.entries(procedures);
+  return new Map(
+    listed.map(([path, { scope = shared }]) => {
+      if (!scope) {
+        throw new TypeError(`outcomeLookup(): ${path} has no scope: give it its middleware's, or a shared \`scope\`.`);
+      }
+      return [path, scope];
+    }),
+  );
 }
 
 function answerFor(

@@ -185,9 +185,15 @@ export function createApp({
     }),
     ping: idempotent.query(() => "pong"),
     /** What became of an action, by its procedure and key: the outcome lookup, scoped like the middleware. */
-    idempotencyOutcome: t.procedure
-      .input(outcomeLookupInput)
-      .query(outcomeLookup({ store: theStore, scope, transformer: superjson, ...(now !== undefined && { now }) })),
+    idempotencyOutcome: t.procedure.input(outcomeLookupInput).query(
+      outcomeLookup({
+        store: theStore,
+        scope,
+        procedures: ["placeOrder", "placeOrderAndNotify"],
+        transformer: superjson,
+        ...(now !== undefined && { now }),
+      }),
+    ),
   });
 
   const handler = (req: Request) =>

@@ -77,11 +77,12 @@ describe.each(["atomic", "lease"] as const)("in %s mode", (mode) => {
     expect((await lookup(app.server, "placeOrder", crashedKey)).data).toEqual({ state: "unknown" });
   });
 
-  it("answers only the action's own scope, and unknown for another procedure, another key, or once expired", async () => {
+  it("answers only the action's own scope, unknown for another procedure, another key, or once expired, and 404 for a procedure it does not list", async () => {
     const key = globalThis.crypto.randomUUID();
     expect((await mutate(app.server.url, "placeOrder", { sku: "tea", qty: 1 }, { key })).status).toBe(200);
     expect((await lookup(app.server, "placeOrder", key, "mallory")).data).toEqual({ state: "unknown" });
     expect((await lookup(app.server, "placeOrderAndNotify", key)).data).toEqual({ state: "unknown" });
+    expect((await lookup(app.server, "flaky", key)).status).toBe(404); // not among the lookup's procedures
     expect((await lookup(app.server, "placeOrder", globalThis.crypto.randomUUID())).data).toEqual({ state: "unknown" });
     expect((await lookup(app.server, "placeOrder", key)).data).toMatchObject({ state: "completed" });
     app.later(60_001);
@@ -106,24 +107,67 @@ describe("bad input", () => {
 
 describe("the resolver, on the memory store", () => {
   const at = 1_000_000;
-  const request = (key: string) => ({ id: { scope: "alice", path: "placeOrder", key }, fingerprint: "f", now: at });
+  const request = (key: string, scope = "alice", path = "placeOrder") => ({
+    id: { scope, path, key },
+    fingerprint: "f",
+    now: at,
+  });
 
   it("answers running for a call whose lease outlives its TTL, as the engine holds it", async () => {
     const store = memoryStore();
     const key = globalThis.crypto.randomUUID();
     await store.claim({ ...request(key), leaseExpiresAt: at + 120_000, expiresAt: at + 60_000 });
-    const lookup = outcomeLookup({ store, scope: () => "alice", now: () => at + 90_000 });
+    const procedures = ["placeOrder"];
+    const lookup = outcomeLookup({ store, scope: () => "alice", procedures, now: () => at + 90_000 });
     expect(await lookup({ ctx: {}, input: { path: "placeOrder", key } })).toEqual({ state: "running" });
-    const afterLease = outcomeLookup({ store, scope: () => "alice", now: () => at + 120_001 });
+    const afterLease = outcomeLookup({ store, scope: () => "alice", procedures, now: () => at + 120_001 });
     expect(await afterLease({ ctx: {}, input: { path: "placeOrder", key } })).toEqual({ state: "unknown" });
   });
 
-  it("refuses a procedure outside `procedures`, whose records may be scoped another way", async () => {
+  it("refuses a procedure it does not list (404): its records may be scoped another way", async () => {
     const lookup = outcomeLookup({ store: memoryStore(), scope: () => "alice", procedures: ["placeOrder"] });
     const key = globalThis.crypto.randomUUID();
-    await expect(lookup({ ctx: {}, input: { path: "admin.refund", key } })).rejects.toThrow(
-      "Outcomes of admin.refund cannot be looked up here.",
-    );
+    await expect(lookup({ ctx: {}, input: { path: "admin.refund", key } })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+      message: expect.stringContaining("admin.refund"),
+    });
     expect(await lookup({ ctx: {}, input: { path: "placeOrder", key } })).toEqual({ state: "unknown" });
+  });
+
+  it("reads each procedure's records under that procedure's own scope: user 7 never reads org 7's refund", async () => {
+    interface Ctx {
+      userId: string;
+      orgId: string;
+    }
+    const store = memoryStore();
+    const key = globalThis.crypto.randomUUID();
+    // Org 7 refunded with this key (its middleware scopes by organisation); user 7 belongs to another org.
+    const claimed = await store.claim({
+      ...request(key, "7", "admin.refund"),
+      leaseExpiresAt: at + 60_000,
+      expiresAt: at + 60_000,
+    });
+    if (claimed.status !== "claimed") throw new Error("the fixture's claim failed");
+    const refunded = { status: 200, body: JSON.stringify({ result: { refundId: 1 } }) };
+    await store.complete(request(key, "7", "admin.refund").id, claimed.fence, refunded, at + 60_000);
+
+    const lookup = outcomeLookup<Ctx>({
+      store,
+      scope: ({ ctx }) => ctx.userId,
+      procedures: { placeOrder: {}, "admin.refund": { scope: ({ ctx }) => ctx.orgId } },
+      now: () => at,
+    });
+    const input = { path: "admin.refund", key };
+    expect(await lookup({ ctx: { userId: "7", orgId: "acme" }, input })).toEqual({ state: "unknown" });
+    expect(await lookup({ ctx: { userId: "1", orgId: "7" }, input })).toEqual({
+      state: "completed",
+      data: { refundId: 1 },
+    });
+  });
+
+  it("refuses to be built with a listed procedure that has no scope", () => {
+    expect(() => outcomeLookup({ store: memoryStore(), procedures: { placeOrder: {} } })).toThrow(
+      "outcomeLookup(): placeOrder has no scope",
+    );
   });
 });

@@ -105,10 +105,13 @@ export function createRouter({ db, replayCacheSize }: RouterOptions) {
   );
 
   return t.router({
-    /** What became of one of this user's actions: the page asks after a reload, instead of sending it again. */
+    /**
+     * What became of one of this user's orders: the page asks after a reload, instead of sending it again. Only
+     * placeOrder's outcomes are looked up, under its middleware's scope; any other path is refused.
+     */
     idempotencyOutcome: withUser
       .input(outcomeLookupInput)
-      .query(outcomeLookup({ store, scope, transformer: superjson })),
+      .query(outcomeLookup({ store, scope, procedures: ["checkout.placeOrder"], transformer: superjson })),
 
     checkout: t.router({
       products: t.procedure.query(() => CATALOG),
