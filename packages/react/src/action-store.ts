@@ -37,6 +37,38 @@ export function defaultStorage(): KeyStorage | undefined {
   return browserStorage("sessionStorage");
 }
 
+/** The storage a form keeps its action in: the one it was given, none for `"memory"`, else {@link defaultStorage}. */
+export function chosenStorage(storage: KeyStorage | "memory" | undefined): KeyStorage | undefined {
+  return storage === "memory" ? undefined : (storage ?? defaultStorage());
+}
+
+/** The forms mounted now, each storage's names held by the one form that keeps its action there. */
+const heldNames = new WeakMap<KeyStorage, Map<string, symbol>>();
+
+/**
+ * Holds `name` in `storage` for one mounted form, until the returned release is called. Two forms keeping their
+ * actions under one name would each find the other's action after a reload and show its outcome as their own, so
+ * a second form mounted with a name another form holds is refused with an error that names the fix (its own
+ * `storageKey`). A name is not React's `useId()`: that follows the form's position in the tree, which a list
+ * reordered after a reload, or a new release of the page, moves, and with it the key of an action in flight.
+ */
+export function holdStorageName(storage: KeyStorage, name: string, path: string): () => void {
+  const names = heldNames.get(storage) ?? new Map<string, symbol>();
+  heldNames.set(storage, names);
+  if (names.has(name)) {
+    throw new Error(
+      `useIdempotentMutation(${path}): another form on this page keeps its action under "${name}" too, so after a ` +
+        "reload each would take the other's action for its own. Give each form its own storageKey, named after " +
+        `what it acts on (such as "${name}:<order id>").`,
+    );
+  }
+  const holder = Symbol(name);
+  names.set(name, holder);
+  return () => {
+    if (names.get(name) === holder) names.delete(name);
+  };
+}
+
 /**
  * An action store over `storage`, falling back to `memory` when there is none or it refuses to write (quota,
  * privacy mode): losing the reload-survival is better than losing the key. `memory` is the caller's (a component's
@@ -113,7 +145,7 @@ export function procedurePath(procedure: { mutationKey(): readonly unknown[] }):
   return procedure.mutationKey().flat().join(".");
 }
 
-/** Where a form keeps its action unless told otherwise (`storageKey`). */
+/** Where a form keeps its action unless told otherwise (`storageKey`): one form per procedure and page. */
 export function defaultStorageName(path: string): string {
   return `idemkit:${path}`;
 }

@@ -26,9 +26,11 @@ import {
   type Action,
   actionFingerprint,
   actionStore,
+  chosenStorage,
   continuedAction,
   defaultStorage,
   defaultStorageName,
+  holdStorageName,
   type KeyStorage,
   procedurePath,
 } from "./action-store.js";
@@ -45,7 +47,12 @@ export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable
    * one: a reload mid-request resumes the same action), or `"memory"` to keep it in the component only.
    */
   storage?: KeyStorage | "memory";
-  /** The storage entry's name. Default `idemkit:<procedure path>`; set it when two forms share a procedure. */
+  /**
+   * The storage entry's name. Default `idemkit:<procedure path>`, which serves one form per procedure on a page.
+   * Two forms on one procedure mounted at once each need their own, named after what they act on
+   * (`idemkit:checkout.editNote:${orderId}`), so that after a reload each finds its own action: a second form
+   * mounted with a name another holds throws, rather than take the other's action for its own.
+   */
   storageKey?: string;
   /**
    * The app's outcome lookup (`outcomeLookup` from `@idemkit/trpc`), called as
@@ -165,7 +172,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   // The in-memory fallback lives in a ref: React may drop a memoized store, and the key must not go with it.
   const memory = useRef<Action | undefined>(undefined);
   const store = useMemo(() => {
-    const chosen = storage === "memory" ? undefined : (storage ?? defaultStorage());
+    const chosen = chosenStorage(storage);
     // sessionStorage is copied into a tab the browser duplicates: its actions are stamped with their tab.
     const copiedWithTabs = chosen !== undefined && chosen === defaultStorage();
     return actionStore(chosen, name, memory, copiedWithTabs ? knownTab : undefined);
@@ -228,6 +235,12 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     },
     [path, store],
   );
+
+  // Before the read below: a form refused its name never takes another form's action for its own.
+  useEffect(() => {
+    const chosen = chosenStorage(storage);
+    return chosen && holdStorageName(chosen, name, path);
+  }, [storage, name, path]);
 
   // Read after mount, not during render: the server renders without storage, and the markup must match. Once the
   // tab is known: a duplicated tab must not take the original's actions for its own. Not while a run is in

@@ -91,6 +91,7 @@ interface RenderOptions {
   onMutate?: (input: { items: string[] }) => unknown;
   lookup?: UseIdempotentMutationOptions<never>["lookup"];
   lookupMaxRunningMs?: number;
+  storageKey?: string;
   /** The page's clients, when the test needs them (a page that persists its mutations, or restores them). */
   clients?: Clients;
 }
@@ -117,6 +118,7 @@ function render({
   onMutate,
   lookup,
   lookupMaxRunningMs,
+  storageKey,
   clients,
 }: RenderOptions = {}) {
   const { queryClient, trpcClient } = clients ?? clientsOfAPage();
@@ -134,6 +136,7 @@ function render({
         ...(onMutate && { onMutate }),
         ...(lookup && { lookup }),
         ...(lookupMaxRunningMs !== undefined && { lookupMaxRunningMs }),
+        ...(storageKey !== undefined && { storageKey }),
       }),
     // StrictMode as React Testing Library applies it: a <StrictMode> in the wrapper does not run effects twice.
     { wrapper, reactStrictMode: strict },
@@ -529,6 +532,37 @@ describe("the outcome lookup", () => {
     }
     expect(result.current).toMatchObject({ isSuccess: true, replayed: true, data: { orderId: 9 } });
     expect(asked).toEqual([{ path: "placeOrder", key: sent[0]?.key }]);
+  });
+});
+
+describe("two forms on one procedure", () => {
+  it("mounted at once with the same storage are refused loudly, naming the fix: each would take the other's action", async () => {
+    render();
+    await settle();
+    expect(() => render()).toThrow(/placeOrder.*storageKey/s);
+  });
+
+  it("each with its own storageKey keep their own actions: after a reload, each shows its own order", async () => {
+    const lookup = async ({ key }: { key: string }) =>
+      ({ state: "completed", data: { orderId: key === sent[0]?.key ? 1 : 2 } }) as const;
+    const page = [render({ storageKey: "idemkit:placeOrder:tea" }), render({ storageKey: "idemkit:placeOrder:mugs" })];
+    act(() => page[0]?.result.current.mutate(tea));
+    act(() => page[1]?.result.current.mutate(mugs));
+    await settle();
+    sent[0]?.answer(200, placed(1));
+    sent[1]?.answer(200, placed(2));
+    await settle();
+    for (const form of page) form.unmount();
+
+    const reloaded = [
+      render({ storageKey: "idemkit:placeOrder:tea", lookup }),
+      render({ storageKey: "idemkit:placeOrder:mugs", lookup }),
+    ];
+    await settle();
+    expect(reloaded.map((form) => [form.result.current.key, form.result.current.data])).toEqual([
+      [sent[0]?.key, { orderId: 1 }],
+      [sent[1]?.key, { orderId: 2 }],
+    ]);
   });
 });
 
