@@ -9,6 +9,8 @@ import { isPurgeable, RecordState, replacement } from "./store.js";
 /** Creates an empty in-memory store (lease mode only: it has no transactions to share). */
 export function memoryStore(): IdempotencyStore {
   const records = new Map<string, StoredRecord>();
+  /** Fences count claims across the whole store, so a key's next fence is new even after its record was deleted. */
+  let lastFence = 0;
   const nameOf = ({ scope, path, key }: RecordId) => `${scope}\u0000${path}\u0000${key}`;
 
   return {
@@ -17,7 +19,7 @@ export function memoryStore(): IdempotencyStore {
       const existing = records.get(name);
       const replaced = existing && replacement(existing, { fingerprint, now });
       if (existing && !replaced) return { status: "exists", record: { ...existing } };
-      const fence = (existing?.fence ?? 0) + 1;
+      const fence = ++lastFence;
       const takeover = replaced?.takeover ?? false;
       records.set(name, { state: RecordState.IN_PROGRESS, fingerprint, fence, leaseExpiresAt, expiresAt });
       return { status: "claimed", fence, takeover };

@@ -7,12 +7,15 @@
  *
  *   absent ──claim──▶ in_progress(fence=n, lease until T) ──complete(n)──▶ completed(response) ──TTL──▶ absent
  *                        │   ▲  └─renew(n): T moves on while the call runs      (replayed until it expires)
- *                release(n)  └─ claim after T with the same fingerprint: takeover, fence=n+1
+ *                release(n)  └─ claim after T with the same fingerprint: takeover, fence m > n
  *                        ▼
- *                      absent
+ *                      absent ──claim──▶ in_progress(fence m > n)
  *
- * The fence is what makes takeover safe: `complete` and `release` only act while the record still carries the
- * caller's fence, so a worker that was presumed dead cannot overwrite the result of the one that took over.
+ * The fence is what makes takeover safe: `renew`, `complete` and `release` only act while the record still carries
+ * the caller's fence, so a worker that was presumed dead cannot extend, overwrite or delete the claim of the one
+ * that took over. That holds only if a fence never repeats for a key: every claim gets one greater than any the key
+ * had before, also after its record was released, purged, expired or lost. A store that restarted its count at
+ * each new record would hand a later claim the fence a presumed-dead worker still holds.
  */
 
 /** Identifies one record. Scope isolates users (or tenants) from each other; path is the procedure. */
@@ -73,7 +76,7 @@ export interface ClaimRequest {
 
 /**
  * The answer to a claim:
- * - `claimed`: the caller runs the request under `fence`. `takeover` is true when it replaced an in-progress
+ * - `claimed`: the caller runs the request under `fence`, greater than every fence the key had before. `takeover` is true when it replaced an in-progress
  *   record whose lease had ended (same fingerprint); a record past `expiresAt` counts as absent instead.
  * - `exists`: another request holds or completed the key; the engine decides what that means.
  */

@@ -9,7 +9,17 @@
  * large can be partitioned by it, so that purging becomes dropping a partition.
  */
 import { sql } from "drizzle-orm";
-import { check, index, integer, type PgSchema, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import {
+  bigint,
+  check,
+  index,
+  integer,
+  type PgSchema,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+} from "drizzle-orm/pg-core";
 
 /** idemkit's table named `name`, in `schema` when given (else the search path's, usually `public`). */
 export function idempotencyKeysTable<TName extends string = "idempotency_keys">(
@@ -29,8 +39,12 @@ export function idempotencyKeysTable<TName extends string = "idempotency_keys">(
       /** SHA-256 (hex) of the canonical input; a reused key with another input is refused. */
       fingerprint: text("fingerprint").notNull(),
       state: text("state", { enum: ["in_progress", "completed"] }).notNull(),
-      /** Incremented on every takeover: only the holder of the current fence may complete or release. */
-      fence: integer("fence").notNull(),
+      /**
+       * The claim's fencing token: only its holder may renew, complete or release the record. Drawn from the column's
+       * own sequence on every claim and takeover, so it never repeats for a key, not even once the record was
+       * released, purged or replaced: an owner presumed dead can never act on a later claim of the same key.
+       */
+      fence: bigint("fence", { mode: "number" }).generatedByDefaultAsIdentity().notNull(),
       /** While in progress: when another request may take over. Null once completed. */
       leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true, precision: 3 }),
       expiresAt: timestamp("expires_at", { withTimezone: true, precision: 3 }).notNull(),

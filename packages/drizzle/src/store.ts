@@ -5,10 +5,14 @@
  *
  * The claim is one statement. It inserts the record or, on conflict, returns the row that stands in the way:
  *
- *   claim ─▶ INSERT … ON CONFLICT DO NOTHING ─┬─ inserted ─────────────────────────────▶ claimed(fence 1)
+ *   claim ─▶ INSERT … ON CONFLICT DO NOTHING ─┬─ inserted ─────────────────────────────▶ claimed(new fence)
  *                                             └─ conflict ─▶ row from the same statement ─┬─ replay / refuse
  *                                                                                         └─ expired or lease ended:
- *                                                            UPDATE … WHERE fence = seen ─▶ claimed(fence + 1)
+ *                                                            UPDATE … WHERE fence = seen ─▶ claimed(new fence)
+ *
+ * Every fence is drawn from the fence column's sequence, on insert and on replace alike, so a fence never repeats
+ * for a key: not after a release, a purge or an expiry deleted its record. A sequence only moves forward (also
+ * across a failover), whatever the hosts' clocks say.
  *
  * ON CONFLICT DO NOTHING takes no row lock, so replays never write. In atomic mode the claim also takes an
  * advisory lock on the record id, held until its transaction ends: a duplicate's claim finds it taken and answers
@@ -319,8 +323,8 @@ function statementsFor(table: string) {
         select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true),
                (not $8::bool or pg_try_advisory_xact_lock(${lock})) as free
       ), inserted as (
-        insert into ${table} (scope, path, key, fingerprint, state, fence, lease_expires_at, expires_at)
-        select $1::text, $2::text, $3::text, $4::text, 'in_progress', 1,
+        insert into ${table} (scope, path, key, fingerprint, state, lease_expires_at, expires_at)
+        select $1::text, $2::text, $3::text, $4::text, 'in_progress',
                to_timestamp($5::float8 / 1000), to_timestamp($6::float8 / 1000)
         from previous where previous.free
         on conflict (scope, path, key) do nothing
@@ -368,10 +372,10 @@ function statementsFor(table: string) {
         select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)
       ), replaced as (
         update ${table}
-        set fingerprint = $4::text, state = 'in_progress', fence = fence + 1,
+        set fingerprint = $4::text, state = 'in_progress', fence = default,
             lease_expires_at = to_timestamp($5::float8 / 1000), expires_at = to_timestamp($6::float8 / 1000),
             response_status = null, response_body = null, created_at = now()
-        where ${KEY_MATCH} and fence = $8::int and exists (select 1 from previous)
+        where ${KEY_MATCH} and fence = $8::bigint and exists (select 1 from previous)
         returning fence
       )
       select replaced.fence, set_config('lock_timeout', previous.lock_timeout, true) as restored
@@ -384,21 +388,21 @@ function statementsFor(table: string) {
       text: `update ${table}
       set state = 'completed', lease_expires_at = null, expires_at = to_timestamp($4::float8 / 1000),
           response_status = $5::int, response_body = $6::text
-      where ${KEY_MATCH} and fence = $7::int and state = 'in_progress'
+      where ${KEY_MATCH} and fence = $7::bigint and state = 'in_progress'
       returning 1 as done`,
     },
 
     /** $4 fence. */
     RELEASE: {
       name: "idemkit_release",
-      text: `delete from ${table} where ${KEY_MATCH} and fence = $4::int and state = 'in_progress' returning 1 as done`,
+      text: `delete from ${table} where ${KEY_MATCH} and fence = $4::bigint and state = 'in_progress' returning 1 as done`,
     },
 
     /** $4 fence, $5 the new lease end. */
     RENEW: {
       name: "idemkit_renew",
       text: `update ${table} set lease_expires_at = to_timestamp($5::float8 / 1000)
-      where ${KEY_MATCH} and fence = $4::int and state = 'in_progress' returning 1 as done`,
+      where ${KEY_MATCH} and fence = $4::bigint and state = 'in_progress' returning 1 as done`,
     },
 
     /** $1 now, $2 batch size. SKIP LOCKED: purge never waits on (or blocks) a request that holds a row. */

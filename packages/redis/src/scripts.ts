@@ -45,29 +45,42 @@ end
 /**
  * KEYS[1] the record. ARGV: fingerprint, now, lease end, expiry. Inserts it, or replaces one past its TTL (and no
  * live lease), or takes over an in-progress one whose lease ended with the same fingerprint; otherwise returns it.
+ *
+ * The new fence is Redis's clock in microseconds, or one more than the record's fence if that is ahead: it grows
+ * with every claim of the key and never repeats, not even once the record was released, expired, evicted or lost
+ * with a restart, as long as this server's clock does not step back. (A counter kept beside the record would be
+ * lost with it.)
+ *
+ * The record's fields are written before any other write: Redis checks `maxmemory` only at a script's first write,
+ * so a claim over the limit under `noeviction` is refused with OOM before it changes anything.
  */
 export const CLAIM = script(`${EXPIRE_AT}
 local record = redis.call('HMGET', KEYS[1], 'state', 'fingerprint', 'fence', 'lease', 'expires', 'status', 'body')
 local now = tonumber(ARGV[2])
-local function claim(fence, takeover)
+local function claim(takeover)
   local clock = redis.call('TIME')
-  local skew = now - (tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000))
-  redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'state', 'in_progress', 'fingerprint', ARGV[1], 'fence', fence,
+  local micros = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+  local fence = math.max(micros, (tonumber(record[3]) or 0) + 1)
+  local skew = now - math.floor(micros / 1000)
+  redis.call('HSET', KEYS[1], 'state', 'in_progress', 'fingerprint', ARGV[1], 'fence', string.format('%d', fence),
     'lease', ARGV[3], 'expires', ARGV[4], 'skew', skew)
+  redis.call('HDEL', KEYS[1], 'status', 'body')
   expire_at(KEYS[1], tonumber(ARGV[3]), tonumber(ARGV[4]), skew)
-  return {'claimed', fence, takeover}
+  return {'claimed', string.format('%d', fence), takeover}
 end
-if not record[1] then return claim(1, 0) end
-local fence = tonumber(record[3])
+if not record[1] then return claim(0) end
 local running = record[1] == 'in_progress'
 local lease_ended = running and tonumber(record[4]) <= now
-if tonumber(record[5]) <= now and (not running or lease_ended) then return claim(fence + 1, 0) end
-if lease_ended and record[2] == ARGV[1] then return claim(fence + 1, 1) end
+if tonumber(record[5]) <= now and (not running or lease_ended) then return claim(0) end
+if lease_ended and record[2] == ARGV[1] then return claim(1) end
 return {'exists', record[1], record[2], record[3], record[4] or '', record[5], record[6] or '', record[7] or ''}
 `);
 
-/** KEYS[1] the record. ARGV: fence, status, body, expiry. Completes it if it is in progress under that fence. */
+/**
+ * KEYS[1] the record. ARGV: fence, status, body, expiry. Completes it if it is in progress under that fence. Its first
+ * write removes a field, which Redis lets through over `maxmemory`: the call already ran, and its stored answer is
+ * what keeps a retry from running it again.
+ */
 export const COMPLETE = script(`${EXPIRE_AT}
 local record = redis.call('HMGET', KEYS[1], 'state', 'fence', 'skew')
 if record[1] ~= 'in_progress' or record[2] ~= ARGV[1] then return 0 end

@@ -39,17 +39,24 @@ it("sets Redis's expiry a minute past the record's end: its lease or TTL, after 
   const id = { scope: "alice", path: "charge", key: "k" };
   const near = (ms: number) => [ms - 2_000, ms + 10] as const;
 
-  await store.claim({ id, fingerprint: "fp", now, leaseExpiresAt: now + LEASE_MS, expiresAt: now + 10_000 });
+  const claimed = await store.claim({
+    id,
+    fingerprint: "fp",
+    now,
+    leaseExpiresAt: now + LEASE_MS,
+    expiresAt: now + 10_000,
+  });
+  const fence = claimed.status === "claimed" ? claimed.fence : Number.NaN;
   const afterClaim = await expiryLeft(prefix);
   expect(afterClaim).toBeGreaterThan(near(LEASE_MS + EXPIRY_GRACE_MS)[0]);
   expect(afterClaim).toBeLessThan(near(LEASE_MS + EXPIRY_GRACE_MS)[1]);
 
-  expect(await store.renew(id, 1, now + 4 * LEASE_MS)).toBe(true);
+  expect(await store.renew(id, fence, now + 4 * LEASE_MS)).toBe(true);
   const afterRenew = await expiryLeft(prefix);
   expect(afterRenew).toBeGreaterThan(near(4 * LEASE_MS + EXPIRY_GRACE_MS)[0]);
   expect(afterRenew).toBeLessThan(near(4 * LEASE_MS + EXPIRY_GRACE_MS)[1]);
 
-  expect(await store.complete(id, 1, { status: 200, body: "{}" }, now + TTL_MS)).toBe(true);
+  expect(await store.complete(id, fence, { status: 200, body: "{}" }, now + TTL_MS)).toBe(true);
   const afterComplete = await expiryLeft(prefix);
   expect(afterComplete).toBeGreaterThan(near(TTL_MS + EXPIRY_GRACE_MS)[0]);
   expect(afterComplete).toBeLessThan(near(TTL_MS + EXPIRY_GRACE_MS)[1]);
@@ -59,11 +66,17 @@ it("takes times that are not whole milliseconds (a clock built on performance.no
   const store = redisStore({ client: connected.client, prefix: `fraction:${globalThis.crypto.randomUUID()}:` });
   const id = { scope: "alice", path: "charge", key: "k" };
   const now = performance.timeOrigin + performance.now() + 0.37;
-  expect(
-    await store.claim({ id, fingerprint: "fp", now, leaseExpiresAt: now + 30_000.5, expiresAt: now + 60_000.25 }),
-  ).toMatchObject({ status: "claimed", fence: 1 });
-  expect(await store.renew(id, 1, now + 90_000.75)).toBe(true);
-  expect(await store.complete(id, 1, { status: 200, body: "{}" }, now + 60_000.25)).toBe(true);
+  const claimed = await store.claim({
+    id,
+    fingerprint: "fp",
+    now,
+    leaseExpiresAt: now + 30_000.5,
+    expiresAt: now + 60_000.25,
+  });
+  expect(claimed).toMatchObject({ status: "claimed" });
+  const fence = claimed.status === "claimed" ? claimed.fence : Number.NaN;
+  expect(await store.renew(id, fence, now + 90_000.75)).toBe(true);
+  expect(await store.complete(id, fence, { status: 200, body: "{}" }, now + 60_000.25)).toBe(true);
   expect(await store.get(id)).toMatchObject({ state: "completed" });
 });
 

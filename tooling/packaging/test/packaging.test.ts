@@ -6,12 +6,13 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { migrationStatementsFor } from "@idemkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const run = promisify(execFile);
@@ -67,8 +68,7 @@ beforeAll(async () => {
   }
   await writeFile(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
   for (const file of ["app.ts", "entries.ts"]) await copyFile(join(CONSUMER, file), join(app, file));
-  const migration = await readFile(join(ROOT, "drizzle", "0000_idempotency_keys.sql"), "utf8");
-  await writeFile(join(app, "schema.sql"), migration.replaceAll("--> statement-breakpoint", ""));
+  await writeFile(join(app, "schema.sql"), migrationStatementsFor("idempotency_keys").join("\n"));
 }, 120_000);
 
 afterAll(async () => {

@@ -2,6 +2,7 @@
  * Drizzle databases with the idemkit migrations applied: an in-memory PGlite, or a fresh database on a real
  * PostgreSQL server through postgres.js. Tests run the same code against both.
  */
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
@@ -18,6 +19,20 @@ import { createDatabase } from "./postgres.js";
 /** The repository's drizzle-kit migrations. */
 // Not `new URL(path, import.meta.url)`: under a jsdom test environment Vite rewrites that pattern into an asset URL.
 export const MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url)), "../../../drizzle");
+
+/**
+ * The statements of the migrations that make `table` what it is now, in the order drizzle-kit applies them: for a
+ * test that builds one of idemkit's tables by hand, beside an app's own, as an app's migration tool would.
+ */
+export function migrationStatementsFor(table: string): string[] {
+  const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, "meta", "_journal.json"), "utf8")) as {
+    entries: Array<{ tag: string }>;
+  };
+  return journal.entries
+    .map(({ tag }) => readFileSync(join(MIGRATIONS_FOLDER, `${tag}.sql`), "utf8"))
+    .filter((migration) => migration.includes(`"${table}"`))
+    .flatMap((migration) => migration.split("--> statement-breakpoint"));
+}
 
 export type PgliteDatabase = ReturnType<typeof drizzlePglite>;
 export type PostgresDatabase = ReturnType<typeof drizzlePostgres>;

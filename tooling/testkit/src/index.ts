@@ -9,12 +9,14 @@ export type {
   PostgresDatabase,
   PostgresOpenOptions,
 } from "./databases.js";
-export { MIGRATIONS_FOLDER, openNodePostgres, openPglite, openPostgres } from "./databases.js";
+export { MIGRATIONS_FOLDER, migrationStatementsFor, openNodePostgres, openPglite, openPostgres } from "./databases.js";
 export type { Fault, FaultProxy, ProxiedRequest } from "./fault-proxy.js";
 export { startFaultProxy } from "./fault-proxy.js";
 export { gate } from "./gate.js";
 export type { FetchHandler, ServedHandler } from "./http.js";
 export { serveFetch } from "./http.js";
+export type { ModelSubject } from "./model.js";
+export { describeContractModel } from "./model.js";
 export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";
 export { createDatabase, freePort, startPostgres } from "./postgres.js";
 export type { RunningRedis, RunningRedisCluster, StartRedisOptions } from "./redis.js";
