@@ -51,12 +51,14 @@ export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): 
 
   return {
     async claim(request: ClaimRequest): Promise<ClaimResult> {
-      const reply = (await commands.run(CLAIM, keyOf(request.id), [
-        request.fingerprint,
-        at(request.now),
-        until(request.leaseExpiresAt),
-        until(request.expiresAt),
-      ])) as unknown[];
+      const reply = (await commands
+        .run(CLAIM, keyOf(request.id), [
+          request.fingerprint,
+          at(request.now),
+          until(request.leaseExpiresAt),
+          until(request.expiresAt),
+        ])
+        .catch(explainOutOfMemory)) as unknown[];
       // Replies read as strings and numbers whatever the client maps them to (Buffers, strings for integers).
       const [outcome, ...fields] = reply.map((field) => String(field ?? ""));
       if (outcome === "claimed") return { status: "claimed", fence: Number(fields[0]), takeover: fields[1] === "1" };
@@ -97,6 +99,21 @@ export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): 
       return purged;
     },
   };
+}
+
+/**
+ * Redis over `maxmemory` under `noeviction` refuses a claim with a bare OOM reply: said plainly here, as the engine
+ * passes it on to the operator's logs with its 503.
+ */
+function explainOutOfMemory(error: unknown): never {
+  if (error instanceof Error && /\bOOM\b/.test(error.message)) {
+    throw new Error(
+      "redisStore: Redis is over its maxmemory and evicts nothing (noeviction), so it refused the claim before " +
+        "writing anything; the call was not run. Give Redis more memory, or purge what it holds.",
+      { cause: error },
+    );
+  }
+  throw error;
 }
 
 /** Whether a script answered 1 (it acted), as an integer or as the string a client may map it to. */
