@@ -1,6 +1,7 @@
 /**
  * Tabs in a real browser: two tabs pressing "Place order" on the same cart at once place one order, the second
- * sending only once the first has its answer; a tab the browser duplicates (its sessionStorage copied) starts with
+ * saying it waits and sending only once the first has its answer, or once its wait ran out (then with the first's
+ * key); a tab the browser duplicates (its sessionStorage copied) starts with
  * none of the original's actions, and joins the original's order only while it is in flight, as any tab would.
  */
 import { expect, type Page, test } from "@playwright/test";
@@ -52,6 +53,9 @@ async function holdOrders(page: Page): Promise<() => void> {
 
 const tabIdOf = (page: Page) => page.evaluate(() => sessionStorage.getItem("idemkit-tab"));
 
+/** What a tab waiting for another tab's order says, with its countdown. */
+const WAITING_FOR_TAB = /^Another tab is placing this order: waiting for it \(\d+ s\)…$/;
+
 test("two tabs pressing Place order on the same cart at once place one order; the second waits and replays", async ({
   page,
   context,
@@ -66,7 +70,7 @@ test("two tabs pressing Place order on the same cart at once place one order; th
   await placeOrderButton(page).click();
   const key = (await sent).headers()["idempotency-key"];
   await placeOrderButton(other).click();
-  await expect(statusLine(other)).toHaveText("Placing order…");
+  await expect(statusLine(other)).toHaveText(WAITING_FOR_TAB);
   release();
 
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);
@@ -75,6 +79,37 @@ test("two tabs pressing Place order on the same cart at once place one order; th
   expect(orders).toHaveLength(1);
   await expect(statusLine(other)).toContainText(`#${orders[0]?.orderId}.`);
   expect(timeline).toEqual([`first sent ${key}`, "first heard 200", `second sent ${key}`, "second heard 200"]);
+});
+
+test("a tab waits 10 s at most for another tab's order on the same cart, then sends with its key: one order", async ({
+  page,
+  context,
+}) => {
+  const other = await context.newPage();
+  await other.clock.install(); // the second tab's clock runs, and the test can jump it past the wait
+  await openCheckout(page);
+  await openCheckout(other);
+  const release = await holdOrders(page); // the first tab's request hangs on its way
+  const timeline = recordTimeline({ first: page, second: other });
+
+  const sent = page.waitForRequest(isPlaceOrder);
+  await placeOrderButton(page).click();
+  const key = (await sent).headers()["idempotency-key"];
+  await placeOrderButton(other).click();
+  await expect(statusLine(other)).toHaveText(WAITING_FOR_TAB);
+  expect(timeline).toEqual([`first sent ${key}`]);
+
+  const secondSent = other.waitForRequest(isPlaceOrder);
+  await other.clock.fastForward(10_000);
+  expect((await secondSent).headers()["idempotency-key"]).toBe(key);
+  // The second tab's request reached the server first and placed the order; the first's, let go, replays it.
+  await expect(statusLine(other)).toHaveText(/^Order placed: #\d+\.$/);
+  release();
+  await expect(statusLine(page)).toHaveText(/^Already placed: showing your order #\d+\.$/);
+  const orders = await ordersOf(page.request);
+  expect(orders).toHaveLength(1);
+  await expect(statusLine(page)).toContainText(`#${orders[0]?.orderId}.`);
+  await expect(statusLine(other)).toContainText(`#${orders[0]?.orderId}.`);
 });
 
 test("a duplicated tab starts without the original's action, and joins it only while it is in flight", async ({
@@ -113,7 +148,7 @@ test("a duplicated tab starts without the original's action, and joins it only w
     if (isPlaceOrder(request)) copyKeys.push(String(request.headers()["idempotency-key"]));
   });
   await placeOrderButton(copy).click();
-  await expect(statusLine(copy)).toHaveText("Placing order…");
+  await expect(statusLine(copy)).toHaveText(WAITING_FOR_TAB);
   expect(copyKeys).toEqual([]); // it waits for the original's answer
   release();
   await expect(statusLine(page)).toHaveText(/^Order placed: #\d+\.$/);

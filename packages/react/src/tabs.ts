@@ -1,7 +1,8 @@
 /**
  * What tabs share and what each keeps to itself. An action belongs to the tab that started it: a tab the browser
  * duplicated (its sessionStorage copied) does not take the original's actions for its own. But two tabs pressing with
- * the same input at once are one action: the second waits for the first and sends with its key, so it replays.
+ * the same input at once are one action: the second waits for the first, a bounded while, and sends with its key,
+ * so it replays (or, past the wait, the server makes the two one).
  * Wherever a tab cannot tell, it errs on the side that never runs an action twice: the action is its own.
  */
 
@@ -17,6 +18,11 @@ const TAB_CHANNEL = "idemkit:tabs";
 const RELOAD_GRACE_MS = 1_000;
 /** How long another tab's action, started and not yet settled, counts as in flight (the link's default budget). */
 const IN_FLIGHT_MS = 60_000;
+/**
+ * How long a press waits, by default, for another tab sending the same input before it sends itself: an answer
+ * normally comes within a second, and a tab still holding its lock after this is retrying, or its request hangs.
+ */
+export const DEFAULT_TAB_WAIT_MS = 10_000;
 
 /**
  * This tab's id, and the ids of the live tabs it was copied from (its original's, and theirs): the actions stamped
@@ -190,19 +196,32 @@ interface SharedAction {
   settledAt?: number;
 }
 
+/** How one press is sent across tabs. */
+export interface AcrossTabs {
+  /** The form's storage name: tabs share actions per form and input. */
+  name: string;
+  /** The form sending: it never adopts the key of an action it sent itself (one abandoned with reset()). */
+  sender: string;
+  /** Stops the wait, and the send. */
+  signal: AbortSignal;
+  /** The longest this press waits for another tab sending the same input, in ms. */
+  waitMs: number;
+  /** Told when the wait starts (with the time it ends, in ms since the epoch) and when it ends (undefined). */
+  onWaiting: (endsAt: number | undefined) => void;
+}
+
 /**
  * Sends an action (`send(key)`) so that tabs pressing with the same input at once send it once. With Web Locks, the
- * action holds a lock named after its input while it is sent; a tab that finds it taken waits for it, then sends
- * with the key the holder used, which replays its answer. Without them, a tab adopts the key of another tab's action
- * with the same input still in flight, and the server makes the two one. Never the key of an action the same form
- * sent (`sender`: one abandoned with reset() is not the next one), nor of one settled before this one asked. `name`
- * is the form's storage name; `signal` stops the wait.
+ * action holds a lock named after its input while it is sent; a tab that finds it taken waits for it, at most
+ * `waitMs`, then sends with the key the holder used: after the holder's answer that replays it, and before it (the
+ * holder is retrying, or its request hangs) the server makes the two one, waiting for the call or answering 409
+ * with `Retry-After`, which the link retries. Without Web Locks, and with the lock granted at once, a tab adopts the
+ * key of another tab's action with the same input still in flight (one that stopped waiting, or whose page died
+ * sending). Never the key of an action the same form sent, nor of one settled before this one asked.
  */
 export async function sendAcrossTabs<T>(
-  name: string,
-  sender: string,
   action: { key: string; fingerprint: string },
-  signal: AbortSignal,
+  { name, sender, signal, waitMs, onWaiting }: AcrossTabs,
   send: (key: string) => Promise<T>,
 ): Promise<T> {
   const shared = browserStorage("localStorage");
@@ -215,7 +234,11 @@ export async function sendAcrossTabs<T>(
     try {
       return await send(key);
     } finally {
-      writeShared(shared, entry, { ...sent, settledAt: Date.now() });
+      // Unless another tab has sent the action since (it stopped waiting for this one): that one is in flight.
+      const current = readShared(shared, entry);
+      if (!current || (current.sender === sender && current.startedAt === sent.startedAt)) {
+        writeShared(shared, entry, { ...sent, settledAt: Date.now() });
+      }
       forgetSettled(shared, `idemkit:across-tabs:${name}:`);
     }
   };
@@ -225,6 +248,8 @@ export async function sendAcrossTabs<T>(
   };
   const inFlight = (other: SharedAction) =>
     other.settledAt === undefined && other.startedAt > Date.now() - IN_FLIGHT_MS;
+  // The tab this one waited for settled after it asked; one still sending (or that died sending) is in flight.
+  const afterWaiting = () => sendShared(another((other) => (other.settledAt ?? -1) >= asked || inFlight(other)));
 
   const locks = webLocks();
   if (!locks) return sendShared(another(inFlight));
@@ -232,18 +257,55 @@ export async function sendAcrossTabs<T>(
   try {
     const alone = await locks.request(lock, { ifAvailable: true }, async (held) => {
       granted = held !== null;
-      return held ? { sent: await sendShared(action.key) } : undefined;
+      return held ? { sent: await sendShared(another(inFlight)) } : undefined;
     });
     if (alone) return alone.sent;
-    return await locks.request(lock, { signal }, () => {
+    const waited = await waitForLock(locks, lock, { signal, waitMs, onWaiting }, () => {
       granted = true;
-      // The tab this one waited for settled after it asked; one that died sending is still in flight.
-      return sendShared(another((other) => (other.settledAt ?? -1) >= asked || inFlight(other)));
+      return afterWaiting();
+    });
+    if (waited) return waited.sent;
+  } catch (error) {
+    if (granted || signal.aborted) throw error;
+    // Refused before it was granted (the Locks API denied to this page): sent as it is, protected by its own key.
+    return sendShared(action.key);
+  }
+  // The wait ran out: the holder is still sending (retrying, or its request hangs). Sent without the lock, with its
+  // key, and the server makes the two one.
+  return afterWaiting();
+}
+
+/**
+ * Waits for `lock`, telling `onWaiting` while it does, and runs `held` once it is granted; undefined when `waitMs`
+ * ran out first (and the request for the lock was withdrawn).
+ */
+async function waitForLock<T>(
+  locks: LockManager,
+  lock: string,
+  { signal, waitMs, onWaiting }: Pick<AcrossTabs, "signal" | "waitMs" | "onWaiting">,
+  held: () => Promise<T>,
+): Promise<{ sent: T } | undefined> {
+  const waitEnded = new AbortController();
+  const stop = () => waitEnded.abort(signal.reason);
+  signal.addEventListener("abort", stop, { once: true });
+  if (signal.aborted) stop();
+  const bound = setTimeout(() => waitEnded.abort(), waitMs);
+  const waited = () => {
+    clearTimeout(bound);
+    signal.removeEventListener("abort", stop);
+    onWaiting(undefined);
+  };
+  onWaiting(Date.now() + waitMs);
+  try {
+    return await locks.request(lock, { signal: waitEnded.signal }, async () => {
+      waited();
+      return { sent: await held() };
     });
   } catch (error) {
-    // Refused before it was granted (the Locks API denied to this page): sent as it is, protected by its own key.
-    if (granted || signal.aborted) throw error;
-    return sendShared(action.key);
+    if (signal.aborted || !waitEnded.signal.aborted) throw error;
+    return undefined;
+  } finally {
+    waited();
   }
 }
 

@@ -36,7 +36,7 @@ import {
 } from "./action-store.js";
 import { appCallbacks, carriedKey, carryingKey, ownOnMutateResult } from "./mutation-key-context.js";
 import { DEFAULT_LOOKUP_MAX_RUNNING_MS, type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
-import { knownTab, sendAcrossTabs, thisTab } from "./tabs.js";
+import { DEFAULT_TAB_WAIT_MS, knownTab, sendAcrossTabs, thisTab } from "./tabs.js";
 
 /** The options `procedure.mutationOptions()` takes (callbacks, `meta`, `trpc`), plus where the key is kept. */
 export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable<
@@ -70,6 +70,13 @@ export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable
    * defaults).
    */
   lookupMaxRunningMs?: number;
+  /**
+   * How long a press waits for another tab that is sending the same input (it holds the Web Lock named after it),
+   * in ms, before sending itself, with that tab's key: once the other tab has its answer that replays it, and while
+   * it is still sending (retrying, or its request hangs) the server makes the two one. Meanwhile
+   * `waitingForTabUntil` says so. Default 10 s: an answer normally comes within a second.
+   */
+  tabWaitMs?: number;
 };
 
 /** What the form can show about the action in flight, on top of TanStack Query's mutation state. */
@@ -80,6 +87,11 @@ export interface IdempotentMutationState {
   attempt: number;
   /** When the next retry is sent, in ms since the epoch; undefined when none is waiting. For "retrying in 2 s". */
   nextRetryAt: number | undefined;
+  /**
+   * While this press waits for another tab sending the same input: when it stops waiting and sends itself, in ms
+   * since the epoch (see `tabWaitMs`); undefined when it is not waiting. For "another tab is placing this order".
+   */
+  waitingForTabUntil: number | undefined;
   /** True when the server answered from its store: this action had already run (an earlier click, a reload). */
   replayed: boolean;
   /**
@@ -143,11 +155,18 @@ interface Running<TOutput> {
 interface Progress {
   attempt: number;
   nextRetryAt: number | undefined;
+  waitingForTabUntil: number | undefined;
   replayed: boolean;
   offline: boolean;
 }
 
-const IDLE: Progress = { attempt: 0, nextRetryAt: undefined, replayed: false, offline: false };
+const IDLE: Progress = {
+  attempt: 0,
+  nextRetryAt: undefined,
+  waitingForTabUntil: undefined,
+  replayed: false,
+  offline: false,
+};
 
 /**
  * A mutation of a tRPC procedure that is safe to press twice, retry and resume after a reload:
@@ -165,6 +184,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     storageKey,
     lookup,
     lookupMaxRunningMs = DEFAULT_LOOKUP_MAX_RUNNING_MS,
+    tabWaitMs = DEFAULT_TAB_WAIT_MS,
     ...mutationOptions
   } = options;
   const path = procedurePath(procedure);
@@ -307,10 +327,17 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
         if (!run) throw new Error("tRPC mutationOptions() returned no mutationFn");
         return run(input, context);
       };
+      const onWaiting = (until: number | undefined) => {
+        if (running.current === own) setProgress((state) => ({ ...state, waitingForTabUntil: until }));
+      };
       const sent =
         own.fingerprint === undefined
           ? send(own.action.key)
-          : sendAcrossTabs(name, sender, { key: own.action.key, fingerprint: own.fingerprint }, own.abort.signal, send);
+          : sendAcrossTabs(
+              { key: own.action.key, fingerprint: own.fingerprint },
+              { name, sender, signal: own.abort.signal, waitMs: tabWaitMs, onWaiting },
+              send,
+            );
       return sent.catch((error: unknown) => {
         // Refused for good by the server (a stored 4xx, or a replayed 5xx it stored): pressing again is a new
         // attempt, not its replay. Decided here, on the server's answer, and not on what the app's own callbacks
@@ -443,6 +470,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     key,
     attempt: progress.attempt,
     nextRetryAt: progress.nextRetryAt,
+    waitingForTabUntil: progress.waitingForTabUntil,
     replayed: progress.replayed,
     // Once the lookup found the action refused, pressing again is a new attempt, not a retry of this one.
     retryable: mutation.error ? outcome?.state !== "failed" && isRetryableError(mutation.error) : undefined,

@@ -30,6 +30,7 @@ import {
   type UseIdempotentMutationOptions,
   useIdempotentMutation,
 } from "../src/index.js";
+import { thisTab } from "../src/tabs.js";
 
 const t = initTRPC.create();
 const router = t.router({
@@ -92,6 +93,7 @@ interface RenderOptions {
   lookup?: UseIdempotentMutationOptions<never>["lookup"];
   lookupMaxRunningMs?: number;
   storageKey?: string;
+  tabWaitMs?: number;
   /** The page's clients, when the test needs them (a page that persists its mutations, or restores them). */
   clients?: Clients;
 }
@@ -119,6 +121,7 @@ function render({
   lookup,
   lookupMaxRunningMs,
   storageKey,
+  tabWaitMs,
   clients,
 }: RenderOptions = {}) {
   const { queryClient, trpcClient } = clients ?? clientsOfAPage();
@@ -137,6 +140,7 @@ function render({
         ...(lookup && { lookup }),
         ...(lookupMaxRunningMs !== undefined && { lookupMaxRunningMs }),
         ...(storageKey !== undefined && { storageKey }),
+        ...(tabWaitMs !== undefined && { tabWaitMs }),
       }),
     // StrictMode as React Testing Library applies it: a <StrictMode> in the wrapper does not run effects twice.
     { wrapper, reactStrictMode: strict },
@@ -639,8 +643,8 @@ function OrderButton() {
 }
 
 // jsdom has no Web Locks: these are the browsers without them, where tabs share in-flight actions through
-// localStorage alone. Two forms in one document share it as two tabs of one origin do. (With Web Locks, the second
-// tab waits instead of sending: tested in Chromium, e2e/tests/tabs.spec.ts.)
+// localStorage alone. Two forms in one document share it as two tabs of one origin do. With Web Locks (a stand-in
+// below, on the test's clock; the real ones in Chromium, e2e/tests/tabs.spec.ts), the second tab waits instead.
 describe("two tabs pressing with the same input", () => {
   // Each tab has its own sessionStorage: the second form's is kept apart from the first's.
   const ownSession = () => {
@@ -698,7 +702,124 @@ describe("two tabs pressing with the same input", () => {
     await settle();
     expect(new Set(sent.map((request) => request.key)).size).toBe(3);
   });
+
+  describe("with Web Locks", () => {
+    beforeEach(async () => {
+      await thisTab(); // this document's identity, found without locks, as the tests above found it
+      Object.defineProperty(navigator, "locks", { configurable: true, value: webLocks() });
+    });
+    afterEach(() => {
+      Reflect.deleteProperty(navigator, "locks");
+    });
+
+    /** The first tab presses and its request is on its way; the second tab presses the same cart. */
+    async function secondTabPressesWhileFirstSends(options: RenderOptions = {}) {
+      const first = render();
+      const second = render({ ...options, storage: ownSession() });
+      act(() => first.result.current.mutate(tea));
+      await settle();
+      const pressedAt = Date.now();
+      act(() => second.result.current.mutate(tea));
+      await settle();
+      return { first, second, pressedAt };
+    }
+
+    it("the second waits, saying so, and sends with the first's key once the first has its answer", async () => {
+      const { first, second, pressedAt } = await secondTabPressesWhileFirstSends();
+      expect(sent).toHaveLength(1);
+      expect(second.result.current).toMatchObject({ isPending: true, waitingForTabUntil: pressedAt + 10_000 });
+
+      sent[0]?.answer(200, placed(7));
+      await settle();
+      expect(sent.map((request) => request.key)).toEqual([first.result.current.key, first.result.current.key]);
+      expect(second.result.current.waitingForTabUntil).toBeUndefined();
+      sent[1]?.answer(200, placed(7), { "idempotent-replayed": "true" });
+      await settle();
+      expect(second.result.current).toMatchObject({ isSuccess: true, replayed: true, key: first.result.current.key });
+    });
+
+    it.each([
+      ["10 s by default", undefined, 10_000],
+      ["tabWaitMs", 3_000, 3_000],
+    ])(
+      "the second stops waiting after %s and sends with the first's key, which is still sending",
+      async (_, tabWaitMs, boundMs) => {
+        const { first, second } = await secondTabPressesWhileFirstSends(tabWaitMs === undefined ? {} : { tabWaitMs });
+        await act(() => vi.advanceTimersByTimeAsync(boundMs - 1));
+        expect(sent).toHaveLength(1);
+        await act(() => vi.advanceTimersByTimeAsync(1));
+        expect(sent.map((request) => request.key)).toEqual([first.result.current.key, first.result.current.key]);
+        expect(second.result.current).toMatchObject({ isPending: true, waitingForTabUntil: undefined });
+
+        // The server made the two one: the first placed it, the second is answered its replay.
+        sent[0]?.answer(200, placed(7));
+        sent[1]?.answer(200, placed(7), { "idempotent-replayed": "true" });
+        await settle();
+        expect(second.result.current).toMatchObject({ isSuccess: true, replayed: true, data: { orderId: 7 } });
+      },
+    );
+
+    it("a third tab pressing while a tab that stopped waiting still sends (the lock free again) joins its action", async () => {
+      const { first } = await secondTabPressesWhileFirstSends();
+      await act(() => vi.advanceTimersByTimeAsync(10_000));
+      sent[0]?.answer(200, placed(7)); // the first lets go of the lock; the second's request is still out
+      await settle();
+      const third = render({ storage: ownSession() });
+      act(() => third.result.current.mutate(tea));
+      await settle();
+      expect(sent.map((request) => request.key)).toEqual(Array(3).fill(first.result.current.key));
+    });
+
+    it("a form gone while it waits sends nothing", async () => {
+      const { second } = await secondTabPressesWhileFirstSends();
+      act(() => second.result.current.reset());
+      await act(() => vi.advanceTimersByTimeAsync(60_000));
+      expect(sent).toHaveLength(1);
+    });
+  });
 });
+
+/**
+ * Web Locks as the tabs of one origin share them, as far as the hook uses them: exclusive locks, granted in the
+ * order asked, `ifAvailable` and `signal`.
+ */
+function webLocks(): LockManager {
+  const queues = new Map<string, Array<() => void>>();
+  const request = async (
+    name: string,
+    options: LockOptions,
+    callback: (lock: Lock | null) => Promise<unknown>,
+  ): Promise<unknown> => {
+    const queue = queues.get(name);
+    if (queue && options.ifAvailable) return callback(null);
+    if (queue) {
+      await new Promise<void>((granted, refused) => {
+        const signal = options.signal;
+        const abort = () => {
+          queue.splice(queue.indexOf(grant), 1);
+          refused(signal?.reason);
+        };
+        const grant = () => {
+          signal?.removeEventListener("abort", abort);
+          granted();
+        };
+        if (signal?.aborted) return refused(signal.reason);
+        signal?.addEventListener("abort", abort, { once: true });
+        queue.push(grant);
+      });
+    } else {
+      queues.set(name, []);
+    }
+    try {
+      return await callback({ name, mode: "exclusive" });
+    } finally {
+      const next = queues.get(name)?.shift();
+      if (next) next();
+      else queues.delete(name);
+    }
+  };
+  return { request, query: async () => ({}) } as unknown as LockManager;
+}
 
 describe("a mutation persisted while it waited offline (persistQueryClient)", () => {
   /** What the page persists before it goes away: TanStack Query's own dehydration, through JSON as a storage has it. */

@@ -32,7 +32,7 @@ export function Checkout() {
     // After a reload mid-order, the page asks what became of it rather than leaving the user to guess.
     lookup: (input, { signal }) => trpcClient.idempotencyOutcome.query(input, { signal }),
   });
-  const now = useClock(order.nextRetryAt !== undefined);
+  const now = useClock(order.nextRetryAt !== undefined || order.waitingForTabUntil !== undefined);
 
   const items = Object.entries(cart)
     .filter(([, qty]) => qty > 0)
@@ -136,6 +136,8 @@ interface ActionView {
   status: "idle" | "pending" | "success" | "error";
   isPaused: boolean;
   nextRetryAt: number | undefined;
+  /** Another tab is sending this cart: this one waits for its answer until then, and then sends itself. */
+  waitingForTabUntil: number | undefined;
   replayed: boolean;
   retryable: boolean | undefined;
   orderId: number | undefined;
@@ -147,6 +149,10 @@ interface ActionView {
 /** What the button's action is doing, in words; the order number once the server has answered. */
 function statusLine(action: ActionView, now: number): string {
   if (action.isPaused) return "You are offline: the order will be sent when the connection is back.";
+  if (action.waitingForTabUntil !== undefined) {
+    const seconds = Math.max(0, Math.ceil((action.waitingForTabUntil - now) / 1000));
+    return `Another tab is placing this order: waiting for it (${seconds} s)…`;
+  }
   if (action.nextRetryAt !== undefined) {
     const seconds = Math.max(0, Math.ceil((action.nextRetryAt - now) / 1000));
     return `Connection lost, retrying in ${seconds} s…`;
@@ -167,7 +173,7 @@ function statusLine(action: ActionView, now: number): string {
   }
 }
 
-/** The current time, re-read four times a second while `ticking`, for the retry countdown. */
+/** The current time, re-read four times a second while `ticking`, for the countdowns. */
 function useClock(ticking: boolean): number {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
