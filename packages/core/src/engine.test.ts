@@ -231,6 +231,79 @@ describe("the engine keeping a running lease", () => {
     }
   });
 
+  it("keeps the lease of a live call whose first renewal never answers: the next one goes out before the lease ends", async () => {
+    const store = memoryStore();
+    let renewals = 0;
+    const firstHangs: IdempotencyStore = {
+      ...store,
+      renew: (...args) => (++renewals === 1 ? new Promise<boolean>(() => {}) : store.renew(...args)),
+    };
+    const { engine, types } = engineOver(firstHangs);
+    const first = slowRun(engine);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(first.signal().aborted).toBe(false);
+    expect(await codeOf(engine.run(request, ok('"duplicate"')))).toBe("IN_PROGRESS");
+    first.finish();
+    expect(await first.done).toEqual({ replayed: false, value: "slow" });
+    expect(renewals).toBeGreaterThan(2);
+    expect(types()).toEqual(["conflict", "executed"]);
+  });
+
+  it("bounds each renewal by storeTimeoutMs, and takes a late answer that says the key was taken over", async () => {
+    const store = memoryStore();
+    const answers: Array<(held: boolean) => void> = [];
+    const slow: IdempotencyStore = { ...store, renew: () => new Promise<boolean>((resolve) => answers.push(resolve)) };
+    const events: IdempotencyEvent[] = [];
+    const engine = createIdempotencyEngine({
+      store: slow,
+      leaseMs: 60_000,
+      storeTimeoutMs: 100,
+      now: Date.now,
+      onEvent: (event) => events.push(event),
+    });
+    const run = slowRun(engine);
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(answers).toHaveLength(1);
+    // Its bound passed: the next renewal goes out a quarter of the cadence later, without waiting for this one.
+    await vi.advanceTimersByTimeAsync(100 + 5_000);
+    expect(answers).toHaveLength(2);
+    expect(run.signal().aborted).toBe(false);
+    answers[0]?.(false);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(String(run.signal().reason)).toMatch(/another request took the key over/);
+    run.finish();
+    await run.done;
+  });
+
+  it("answers a call past procedureTimeoutMs IN_PROGRESS, aborts its signal, and keeps its key until it settles", async () => {
+    const events: IdempotencyEvent[] = [];
+    const engine = createIdempotencyEngine({
+      store: memoryStore(),
+      leaseMs: 1_000,
+      procedureTimeoutMs: 5_000,
+      replayCacheSize: 0,
+      now: Date.now,
+      onEvent: (event) => events.push(event),
+    });
+    const hung = slowRun(engine);
+    const answered = codeOf(hung.done);
+    await vi.advanceTimersByTimeAsync(4_999);
+    expect(hung.signal().aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await answered).toBe("IN_PROGRESS");
+    expect((hung.signal().reason as Error).name).toBe("TimeoutError");
+    // Its lease is still renewed while the work goes on: a retry long after is not a takeover.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(await codeOf(engine.run(request, ok('"retry"')))).toBe("IN_PROGRESS");
+    hung.finish();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(await engine.run(request, ok('"retry"'))).toEqual({
+      replayed: true,
+      response: { status: 200, body: '"slow"' },
+    });
+    expect(events.map((event) => event.type)).toEqual(["timed_out", "conflict", "executed", "replayed"]);
+  });
+
   it("counts a completion whose answer was lost but which landed, instead of calling the lease lost", async () => {
     const store = memoryStore();
     let calls = 0;

@@ -15,7 +15,7 @@
 
 import { Deadline, within } from "./deadline.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError, isProcedureTransactionError } from "./errors.js";
-import { keepLease } from "./lease-keeper.js";
+import { keepLease, type LeaseKeeper } from "./lease-keeper.js";
 import { abortableDelay } from "./retry.js";
 import type {
   AtomicCapability,
@@ -44,6 +44,11 @@ export const IdempotencyEventType = {
   RELEASED: "released",
   /** This request's lease was taken over while it ran; its result was discarded. */
   LEASE_LOST: "lease_lost",
+  /**
+   * Lease mode: the request ran past `procedureTimeoutMs` and was answered IN_PROGRESS while its work goes on; the
+   * work's outcome is stored (or released) once it settles, and reported then as usual.
+   */
+  TIMED_OUT: "timed_out",
   /** Lease mode: the request ran, but storing its result kept failing; answered RESULT_NOT_STORED. */
   RESULT_NOT_STORED: "result_not_stored",
   /** The store failed; the request was refused with STORE_UNAVAILABLE and did not run. */
@@ -53,7 +58,7 @@ export type IdempotencyEventType = (typeof IdempotencyEventType)[keyof typeof Id
 
 export interface IdempotencyEvent extends RecordId {
   type: IdempotencyEventType;
-  /** For `conflict`: when a retry can succeed, in ms from now. */
+  /** For `conflict` and `timed_out`: when a retry can succeed, in ms from now. */
   retryAfterMs?: number;
   /** For `store_error`, `released` and `result_not_stored`: what went wrong. */
   error?: unknown;
@@ -99,6 +104,13 @@ export interface IdempotencyEngineOptions<Tx> {
    * `STORE_UNAVAILABLE`, so a hung procedure or connection never holds a request, or a key, for ever. Default 30 s.
    */
   transactionTimeoutMs?: number;
+  /**
+   * Lease mode: the longest the client waits for the procedure, in ms. Past it the request is answered 409
+   * `IN_PROGRESS` with `Retry-After` (a retry with the same key gets the answer once there is one) and the work's
+   * signal aborts; the key stays claimed, its lease renewed up to `maxHoldMs`, until the work settles, as work that
+   * left the database (a charge on its way) cannot be undone by stopping to wait for it. Default 30 s.
+   */
+  procedureTimeoutMs?: number;
   /** Completed records kept in memory for cheap replays. 0 turns the cache off. Default 10,000. */
   replayCacheSize?: number;
   /** The clock, in ms since the epoch. Injected so tests can move time; stores never read their own. */
@@ -118,7 +130,8 @@ export interface Execution<Tx> {
   tx: Tx | undefined;
   /**
    * Lease mode: aborts when the request's lease is lost (taken over, or held past `maxHoldMs`), after which its
-   * result can no longer be stored. Atomic mode: never aborts (the transaction holds the key).
+   * result can no longer be stored, or when it ran past `procedureTimeoutMs` and its client was answered. Atomic
+   * mode: never aborts (the transaction holds the key, and `transactionTimeoutMs` rolls it back).
    */
   signal: AbortSignal;
 }
@@ -149,6 +162,7 @@ export function createIdempotencyEngine<Tx>({
   busyRetryAfterMs = 1_000,
   storeTimeoutMs = 5_000,
   transactionTimeoutMs = 30_000,
+  procedureTimeoutMs = 30_000,
   replayCacheSize = 10_000,
   now = Date.now,
   onEvent,
@@ -289,11 +303,49 @@ export function createIdempotencyEngine<Tx>({
     if (claimed.takeover) emit(IdempotencyEventType.TAKEOVER, request);
 
     const { leaseExpiresAt } = claim;
-    const lease = keepLease({ store, id: claim.id, fence, leaseMs, leaseExpiresAt, maxHoldMs, now });
-    const outcome = await execute({ tx: undefined, signal: lease.signal }).then(
+    const lease = keepLease({ store, id: claim.id, fence, leaseMs, leaseExpiresAt, maxHoldMs, storeTimeoutMs, now });
+    const aborter = new AbortController();
+    const abort = () => aborter.abort(lease.signal.reason);
+    if (lease.signal.aborted) abort();
+    else lease.signal.addEventListener("abort", abort, { once: true });
+    const work = execute({ tx: undefined, signal: aborter.signal }).then(
       (settlement) => ({ settlement }),
       (error: unknown) => ({ error }),
     );
+    const limit = new Deadline();
+    limit.arm(procedureTimeoutMs, () => new ProcedureTimedOut());
+    let outcome: Awaited<typeof work>;
+    try {
+      outcome = await limit.race(work);
+    } catch {
+      // The call is answered, but its work may still reach the outside world (a charge on its way): the key stays
+      // claimed, its lease renewed, until the work settles and its outcome is stored or released as usual, so a
+      // retry is told IN_PROGRESS meanwhile and then replays, and never runs it a second time.
+      aborter.abort(
+        new DOMException(`${request.path} ran past procedureTimeoutMs (${procedureTimeoutMs} ms).`, "TimeoutError"),
+      );
+      void work.then((late) => settleLease(request, fence, lease, late)).catch(() => {});
+      const retryAfterMs = busyRetryAfterMs;
+      emit(IdempotencyEventType.TIMED_OUT, request, { retryAfterMs });
+      throw new IdempotencyError(
+        IdempotencyErrorCode.IN_PROGRESS,
+        `The request ran longer than ${procedureTimeoutMs} ms and may still be under way; retry with the same ` +
+          "Idempotency-Key for its answer.",
+        { retryAfterMs },
+      );
+    } finally {
+      limit.clear();
+    }
+    return settleLease(request, fence, lease, outcome);
+  }
+
+  /** Stores or releases what a lease-mode call's work came to, once it settled. */
+  async function settleLease<T>(
+    request: IdempotentRequest,
+    fence: number,
+    lease: LeaseKeeper,
+    outcome: { settlement: Settlement<T> } | { error: unknown },
+  ): Promise<RunResult<T>> {
     // The work settled: no renewal may run (and abort its signal) while its outcome is released or stored.
     lease.stop();
     if ("error" in outcome) {
@@ -309,7 +361,7 @@ export function createIdempotencyEngine<Tx>({
     const expiresAt = now() + ttlMs;
     let stored: boolean;
     try {
-      stored = await completeWithRetries(claim.id, fence, response, expiresAt);
+      stored = await completeWithRetries(request, fence, response, expiresAt);
     } catch (error) {
       // The work ran: answering "not run, retry" (STORE_UNAVAILABLE) would be a lie. The key stays held until its
       // lease ends, and only then can a retry run it again.
@@ -633,6 +685,9 @@ const MAX_POLL_MS = 100;
 const HELD_ELSEWHERE = Symbol("held elsewhere");
 const IN_PROGRESS = Symbol("in progress");
 const RUNNING = Symbol("running");
+
+/** Lease mode: the procedure's time ran out before it settled. */
+class ProcedureTimedOut extends Error {}
 
 /** Thrown inside an atomic transaction whose key another transaction holds: roll back, then wait outside. */
 class HeldElsewhere {}

@@ -7,10 +7,16 @@
  *   claim ──▶ renew ──▶ renew ──▶ … ──▶ (maxHoldMs) no more renewals ──▶ lease ends: signal aborts, takeover possible
  *               └─ refused (another fence holds the key) ──▶ signal aborts at once
  *
+ * Each renewal is bounded: by `storeTimeoutMs`, and by half of what is left of the lease, so that a statement that
+ * never settles (a driver can leave one so after a server crash) cannot hold up the renewals behind it, and a
+ * failed or timed-out renewal is tried again while the lease still lasts. A renewal that answers after its bound
+ * still counts: the fence decides, not the clock.
+ *
  * The signal also aborts when the lease runs out because renewals failed or never answered (a hung store): from
  * then on another request may take the key over. The procedure gets the signal, so work whose result can no
  * longer be stored stops instead of running on.
  */
+import { within } from "./deadline.js";
 import type { IdempotencyStore, RecordId } from "./store.js";
 
 export interface LeaseKeeperOptions {
@@ -23,6 +29,8 @@ export interface LeaseKeeperOptions {
   leaseExpiresAt: number;
   /** The longest the call may hold its key through renewals, in ms from now. */
   maxHoldMs: number;
+  /** The longest one renewal may take, in ms, before the next is tried. */
+  storeTimeoutMs: number;
   now: () => number;
 }
 
@@ -43,6 +51,7 @@ export function keepLease({
   leaseMs,
   leaseExpiresAt,
   maxHoldMs,
+  storeTimeoutMs,
   now,
 }: LeaseKeeperOptions): LeaseKeeper {
   const controller = new AbortController();
@@ -68,26 +77,35 @@ export function keepLease({
     const reason = leaseEndsAt >= holdEndsAt ? `held for maxHoldMs (${maxHoldMs} ms)` : "no renewal got through";
     expiry = setTimeout(() => lose(reason), Math.max(0, leaseEndsAt - now()));
   };
-  const scheduleRenewal = () => {
+  /** The next renewal: a third of a lease on, or a quarter of that after one that failed; never past the lease. */
+  const scheduleRenewal = (failed: boolean) => {
     if (stopped || leaseEndsAt >= holdEndsAt) return;
-    renewal = setTimeout(renew, Math.max(1, Math.min(leaseMs / 3, leaseEndsAt - now())));
+    const cadenceMs = Math.min(leaseMs / 3, leaseEndsAt - now());
+    renewal = setTimeout(renew, Math.max(1, failed ? cadenceMs / 4 : cadenceMs));
+  };
+  /** What a renewal answered, whenever it answers. */
+  const renewed = (held: boolean, until: number) => {
+    if (stopped) return;
+    if (!held) return lose("another request took the key over");
+    if (until <= leaseEndsAt) return;
+    leaseEndsAt = until;
+    armExpiry();
   };
   const renew = async () => {
     const until = Math.min(now() + leaseMs, holdEndsAt);
-    try {
-      // The fence decides, not the clock: a late renewal still holds the key if nobody took it over meanwhile.
-      if (!(await store.renew(id, fence, until))) return lose("another request took the key over");
-      if (stopped) return;
-      leaseEndsAt = until;
-      armExpiry();
-    } catch {
-      // The store is unreachable: try again soon; the expiry timer aborts if the lease runs out first.
-    }
-    scheduleRenewal();
+    const boundMs = Math.max(1, Math.min(storeTimeoutMs, (leaseEndsAt - now()) / 2));
+    const attempt = store.renew(id, fence, until);
+    void attempt.then((held) => renewed(held, until)).catch(() => {});
+    const failed = await within(attempt, boundMs, () => new Error("renewal timed out")).then(
+      () => false,
+      () => true,
+    );
+    // A store that is unreachable or hung: try again soon; the expiry timer aborts if the lease runs out first.
+    scheduleRenewal(failed);
   };
 
   armExpiry();
-  scheduleRenewal();
+  scheduleRenewal(false);
   return {
     signal: controller.signal,
     get leaseEndsAt() {

@@ -47,8 +47,8 @@ export interface IdempotencyContext<Tx> {
   tx: Tx;
   /**
    * Lease mode: aborts when this call's lease is lost (another request took the key over, or the call held it
-   * past `maxHoldMs`); its result can then no longer be stored, so stop what is still to do. Atomic mode: never
-   * aborts.
+   * past `maxHoldMs`), so its result can no longer be stored, or when it ran past `procedureTimeoutMs` and its
+   * client was answered: stop what is still to do. Atomic mode: never aborts.
    */
   signal: AbortSignal;
   /**
@@ -107,6 +107,12 @@ export interface IdempotencyOptions<
    * Default 30 seconds.
    */
   transactionTimeoutMs?: number;
+  /**
+   * Lease mode: the longest a call's client waits for its procedure, in ms. Past it the call is answered 409
+   * `IN_PROGRESS` with `Retry-After` and `ctx.idempotency.signal` aborts; the key stays claimed until the procedure
+   * settles, so a retry gets its stored answer then and never runs it twice. Default 30 seconds.
+   */
+  procedureTimeoutMs?: number;
   /** Completed results cached in memory for cheap replays; 0 turns it off. Default 10,000. */
   replayCacheSize?: number;
   /**

@@ -47,8 +47,13 @@ export interface AppOptions {
   storeServerErrors?: boolean;
   /** Called with every event after the app has recorded it (a test's observer, which may throw). */
   observe?: (event: IdempotencyEvent) => void;
-  /** Awaited inside placeOrder after its insert, before it returns: lets a test hold a request mid-flight. */
-  hold?: (key: string) => Promise<void> | undefined;
+  /**
+   * Awaited inside placeOrder after its insert, before it returns: lets a test hold a request mid-flight, and see
+   * the call's signal.
+   */
+  hold?: (key: string, signal: AbortSignal) => Promise<void> | undefined;
+  /** Lease mode: the middleware's `procedureTimeoutMs`. */
+  procedureTimeoutMs?: number;
 }
 
 export function createApp({
@@ -61,6 +66,7 @@ export function createApp({
   hold,
   observe,
   storeServerErrors,
+  procedureTimeoutMs,
 }: AppOptions) {
   const events: IdempotencyEvent[] = [];
   const executions = new Map<string, number>();
@@ -84,6 +90,7 @@ export function createApp({
       ...(ttlMs !== undefined && { ttlMs }),
       ...(now !== undefined && { now }),
       ...(storeServerErrors !== undefined && { storeServerErrors }),
+      ...(procedureTimeoutMs !== undefined && { procedureTimeoutMs }),
       onEvent: (event) => {
         events.push(event);
         observe?.(event);
@@ -102,7 +109,7 @@ export function createApp({
           sql`insert into orders (user_id, sku, qty) values (${ctx.userId}, ${input.sku}, ${input.qty}) returning id, created_at`,
         ),
       );
-      await hold?.(ctx.idempotency.key);
+      await hold?.(ctx.idempotency.key, ctx.idempotency.signal);
       if (input.sku === "unknown") {
         throw new TRPCError({ code: "NOT_FOUND", message: `No product ${input.sku}` });
       }

@@ -420,6 +420,36 @@ describe("lease mode", () => {
     expect(app.executions.get("placeOrder")).toBe(1);
   });
 
+  it("answers a call still running past procedureTimeoutMs 409 to retry, keeps its key, and replays it once done", async () => {
+    const held = deferred();
+    let signal: AbortSignal | undefined;
+    const app = await start({
+      mode: "lease",
+      procedureTimeoutMs: 50,
+      hold: (_, given) => {
+        signal = given;
+        return held.promise;
+      },
+    });
+    const alice = user();
+    const key = globalThis.crypto.randomUUID();
+    const first = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
+    expect(first.status).toBe(409);
+    expect(first.headers.get("retry-after")).toBe("1");
+    expect(first.error?.data.idempotency).toEqual({ code: "IN_PROGRESS", retryable: true, retryAfterMs: 1_000 });
+    expect(signal?.aborted).toBe(true);
+    expect(signal?.reason).toMatchObject({ name: "TimeoutError" });
+    // The procedure still runs: a retry may not run it again.
+    expect((await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice })).status).toBe(409);
+    held.resolve();
+    await expect.poll(() => app.events.map((event) => event.type)).toEqual(["timed_out", "conflict", "executed"]);
+    const replay = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(app.executions.get("placeOrder")).toBe(1);
+    expect(await ordersOf(alice)).toBe(1);
+  });
+
   it("works the same over the memory store", async () => {
     const app = await start({ mode: "lease", store: memoryStore() });
     const key = globalThis.crypto.randomUUID();
