@@ -1,5 +1,5 @@
 export type { Outbox, OutboxEventInput, OutboxOptions, OutboxTarget, PublishedEvent } from "./outbox.js";
-export { createOutbox, OutboxPayloadError } from "./outbox.js";
+export { createOutbox, OutboxKeyReusedError, OutboxPayloadError } from "./outbox.js";
 export type { OutboxEventsTable, ProcessedEventsTable } from "./outbox-schema.js";
 export { outboxEvents, outboxEventsTable, processedEvents, processedEventsTable } from "./outbox-schema.js";
 export type { ProcessOnceOptions, ProcessOnceResult } from "./process-once.js";

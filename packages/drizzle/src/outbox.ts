@@ -21,9 +21,11 @@ export interface OutboxEventInput {
   /** Plain JSON: objects, arrays, strings, finite numbers, booleans, null (and dates, as ISO strings). */
   payload: unknown;
   /**
-   * The event's de-duplication key: enqueued again under the same key (a retried job, a replayed call), it is
-   * stored once. Default: derived from the protected call's key, the topic and how many events of that topic the
-   * call enqueued before, so a call's events are the same on every run of it.
+   * The event's de-duplication key, unique across every topic (it is what a consumer de-duplicates by): enqueued
+   * again under the same key for the same topic (a retried job, a replayed call), it is stored once; under a key
+   * another topic's event already has, `enqueue` throws {@link OutboxKeyReusedError}. Default: derived from the
+   * protected call's key, the topic and how many events of that topic the call enqueued before, so a call's events
+   * are the same on every run of it.
    */
   key?: string;
 }
@@ -68,8 +70,9 @@ export function createOutbox({ table = outboxEvents, now }: OutboxOptions = {}) 
     /**
      * Writes `event` in `target`'s transaction: it is published once that transaction commits, and never if it
      * rolls back. The payload is checked here, so a payload that cannot be stored fails the procedure now with a
-     * clear error instead of the relay later. Returns the event's key and whether it was new (false: an event with
-     * that key was enqueued before, and this one was not stored again).
+     * clear error instead of the relay later. Returns the event's key and whether it was new (false: an event of
+     * this topic with that key was enqueued before, and this one was not stored again). A key that an event of
+     * another topic already has is refused with {@link OutboxKeyReusedError}: storing neither would lose an event.
      */
     async enqueue(target: OutboxTarget, event: OutboxEventInput): Promise<{ key: string; enqueued: boolean }> {
       const { tx } = target;
@@ -84,13 +87,13 @@ export function createOutbox({ table = outboxEvents, now }: OutboxOptions = {}) 
       }
       const payload = serializePayload(event.topic, event.payload);
       const key = event.key ?? defaultKey(target.subKey, event.topic);
-      const [row] = await run(tx as Parameters<typeof run>[0], statements.ENQUEUE, [
-        event.topic,
-        key,
-        payload,
-        now?.() ?? null,
-      ]);
-      return { key, enqueued: row !== undefined };
+      const executor = tx as Parameters<typeof run>[0];
+      const [row] = await run(executor, statements.ENQUEUE, [event.topic, key, payload, now?.() ?? null]);
+      if (row?.id != null) return { key, enqueued: true };
+      // The event that holds the key committed after this statement's snapshot when it is not seen: read it again.
+      const topic = row?.existing_topic ?? (await run(executor, statements.TOPIC_OF, [key]))[0]?.topic;
+      if (topic !== undefined && topic !== event.topic) throw new OutboxKeyReusedError(key, String(topic), event.topic);
+      return { key, enqueued: false };
     },
   };
 
@@ -113,6 +116,24 @@ export type Outbox = ReturnType<typeof createOutbox>;
 
 /** Deeper than any event needs, and shallow enough that checking it never overflows the stack. */
 const MAX_PAYLOAD_DEPTH = 100;
+
+/**
+ * Thrown by `enqueue` for a key that an event of another topic already has. A key names one event, whatever its
+ * topic: consumers de-duplicate by it, so the two events cannot share it, and dropping either would lose it.
+ */
+export class OutboxKeyReusedError extends Error {
+  override readonly name = "OutboxKeyReusedError";
+  constructor(
+    readonly key: string,
+    readonly existingTopic: string,
+    readonly topic: string,
+  ) {
+    super(
+      `outbox.enqueue(): the key ${JSON.stringify(key)} belongs to a ${existingTopic} event already, so a ${topic} ` +
+        `event cannot have it too. Give each topic's events keys of their own, such as ${JSON.stringify(`${topic}:${key}`)}.`,
+    );
+  }
+}
 
 /** Thrown by `enqueue` for a payload that is not plain JSON: where in it, and what was found there. */
 export class OutboxPayloadError extends TypeError {
@@ -170,11 +191,24 @@ export function outboxStatements(table: string) {
   /** Now: the injected clock's time when one was given (a test's), else the database's own clock, shared by all hosts. */
   const clock = (param: string) => `coalesce(${at(param)}, statement_timestamp())`;
   const statements = {
-    /** $1 topic, $2 key, $3 payload, $4 now. A row back when stored; none when the key was enqueued before. */
+    /**
+     * $1 topic, $2 key, $3 payload, $4 now. One row back: `id` when stored; else the topic of the event that has the
+     * key, as this statement's snapshot sees it (null when that event committed after the snapshot).
+     */
     ENQUEUE: {
       name: "idemkit_outbox_enqueue",
-      text: `insert into ${table} (topic, key, payload, available_at, created_at) values ($1::text, $2::text, $3::text, ${clock("$4")}, ${clock("$4")})
-      on conflict (key) do nothing returning id`,
+      text: `with inserted as (
+        insert into ${table} (topic, key, payload, available_at, created_at)
+        values ($1::text, $2::text, $3::text, ${clock("$4")}, ${clock("$4")})
+        on conflict (key) do nothing returning id
+      )
+      select (select id from inserted) as id,
+             (select topic from ${table} where key = $2::text and not exists (select 1 from inserted)) as existing_topic`,
+    },
+    /** $1 key. The topic of the event that has it. */
+    TOPIC_OF: {
+      name: "idemkit_outbox_topic_of",
+      text: `select topic from ${table} where key = $1::text`,
     },
     /**
      * $1 now, $2 max attempts. Due events that were claimed that many times and never marked: dead, and returned.
@@ -204,6 +238,16 @@ export function outboxStatements(table: string) {
       update ${table} as event set attempts = event.attempts + 1, available_at = ${clock("$1")} + $3::float8 * interval '1 millisecond'
       from due where event.id = due.id
       returning event.id, event.topic, event.key, event.payload, event.attempts`,
+    },
+    /**
+     * $1 ids, $2 the attempts they were claimed at, $3 now. Gives back events a relay claimed and did not hand to
+     * publish (its lease had no time left for them): due again at once, and the claim uncharged.
+     */
+    GIVE_BACK: {
+      name: "idemkit_outbox_give_back",
+      text: `update ${table} as event set attempts = event.attempts - 1, available_at = ${clock("$3")}
+      from unnest($1::bigint[], $2::int[]) as given(id, attempt)
+      where event.id = given.id and event.attempts = given.attempt and event.state = 'pending'`,
     },
     /** $1 id, $2 the attempt that published it, $3 now. */
     PUBLISHED: {

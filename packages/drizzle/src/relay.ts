@@ -145,7 +145,8 @@ export function createRelay({
   /**
    * Parks as dead the events whose lease ended `maxAttempts` times without a relay marking them (each relay that
    * took one died or hung in publish), then claims one batch of due events and publishes them, oldest first, while
-   * the batch's lease leaves time for another publish.
+   * the batch's lease leaves time for another publish. Those it has no time left for are given back at once, their
+   * claim uncharged: an attempt counts only when publish was called.
    */
   async function runOnce(): Promise<RelayBatch> {
     const batch: RelayBatch = { published: 0, failed: 0, dead: 0 };
@@ -159,11 +160,12 @@ export function createRelay({
     rows.sort((a, b) => Number(a.id) - Number(b.id));
     const marks: Array<Promise<void>> = [];
     let markFailed = false;
+    let handed = 0;
     for (const row of rows) {
-      // The rest stay leased to this relay until the lease ends, then any relay takes them. So do they once a
-      // mark has failed: the database is away, and what is published now would be published again.
+      // Stop once a mark has failed: the database is away, and what is published now would be published again.
       if (markFailed || elapsed() + publishTimeoutMs > claimedAt + leaseMs) break;
       const { marked } = await publishOne(row, batch);
+      handed++;
       marks.push(marked);
       marked.catch(() => {
         markFailed = true;
@@ -171,8 +173,22 @@ export function createRelay({
     }
     // Every mark sent is waited for, also when one failed: the batch ends with nothing of it still in flight.
     const failed = (await Promise.allSettled(marks)).find((outcome) => outcome.status === "rejected");
+    await giveBack(rows.slice(handed));
     if (failed) throw failed.reason;
     return batch;
+  }
+
+  /**
+   * Hands claimed events that were never published back to every relay, uncharged. Should that fail too (the
+   * database is away), they come back once their lease ends, with the claim counted as an attempt.
+   */
+  async function giveBack(rows: Row[]): Promise<void> {
+    if (rows.length === 0) return;
+    const ids = rows.map((row) => Number(row.id));
+    const attempts = rows.map((row) => Number(row.attempts));
+    await run(db, statements.GIVE_BACK, [ids, attempts, databaseNow()]).catch((error: unknown) =>
+      report({ type: "error", error }),
+    );
   }
 
   let loop: Promise<void> | undefined;

@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   createOutbox,
   createRelay,
+  OutboxKeyReusedError,
   OutboxPayloadError,
+  outboxEventsTable,
   type PublishedEvent,
   processOnce,
   purgeProcessedEvents,
@@ -115,6 +117,31 @@ describe("enqueue", () => {
       expect(await database.query("select 1 from sent where event_key = $1", [topic])).toEqual([]);
     },
   );
+
+  it("refuses loudly a key that another topic's event has, in the same transaction or a later one", async () => {
+    const outbox = createOutbox();
+    const orderId = globalThis.crypto.randomUUID();
+    const email = `order.email.${orderId}`;
+    const warehouse = `order.warehouse.${orderId}`;
+    const together = database.db.transaction(async (tx) => {
+      await outbox.enqueue({ tx }, { topic: email, payload: { orderId }, key: orderId });
+      await outbox.enqueue({ tx }, { topic: warehouse, payload: { orderId }, key: orderId });
+    });
+    await expect(together).rejects.toThrow(OutboxKeyReusedError);
+    await expect(together).rejects.toThrow(`such as "${warehouse}:${orderId}"`);
+    expect(await eventsWithTopic(email)).toEqual([]);
+
+    await database.db.transaction((tx) => outbox.enqueue({ tx }, { topic: email, payload: {}, key: orderId }));
+    const later = database.db.transaction((tx) =>
+      outbox.enqueue({ tx }, { topic: warehouse, payload: {}, key: orderId }),
+    );
+    await expect(later).rejects.toMatchObject({ name: "OutboxKeyReusedError", existingTopic: email, topic: warehouse });
+    // The same topic again is the same event: stored once, without an error.
+    expect(
+      await database.db.transaction((tx) => outbox.enqueue({ tx }, { topic: email, payload: {}, key: orderId })),
+    ).toEqual({ key: orderId, enqueued: false });
+    expect((await eventsWithTopic(email)).length + (await eventsWithTopic(warehouse)).length).toBe(1);
+  });
 
   it("says what is missing without a transaction, or without a key outside a protected call", async () => {
     const outbox = createOutbox();
@@ -306,6 +333,47 @@ describe("the relay, when publishing goes wrong", () => {
       [`${topic}:hangs`]: ["pending", "Error: publish did not finish within 1 ms"],
       [`${topic}:fine`]: ["published", null],
     });
+  });
+});
+
+describe("the relay, when its lease runs short", () => {
+  it("charges an attempt only for events it handed to publish: those it had no time for go back at once", async () => {
+    await database.query("create table lease_budget_events (like outbox_events including all)");
+    const table = outboxEventsTable("lease_budget_events");
+    const time = clock();
+    const outbox = createOutbox({ table, now: time.now });
+    const topic = `budget.${globalThis.crypto.randomUUID()}`;
+    await database.db.transaction(async (tx) => {
+      for (let n = 0; n < 10; n++) await outbox.enqueue({ tx }, { topic, payload: { n }, key: `${topic}:${n}` });
+    });
+    const published: number[] = [];
+    const relay = createRelay({
+      db: database.db,
+      table,
+      now: time.now,
+      batchSize: 10,
+      leaseMs: 400,
+      publishTimeoutMs: 200,
+      maxAttempts: 1,
+      // Each publish takes 60 ms: four fit in the batch's lease before none may start.
+      publish: (event) => {
+        published.push((event.payload as { n: number }).n);
+        time.advance(60);
+      },
+    });
+    const first = await relay.runOnce();
+    expect(first).toEqual({ published: 4, failed: 0, dead: 0 });
+    const rows = await database.query<{ state: string; attempts: number }>(
+      "select state, attempts from lease_budget_events order by id",
+    );
+    expect(rows.map((row) => [row.state, row.attempts])).toEqual([
+      ...Array.from({ length: 4 }, () => ["published", 1]),
+      ...Array.from({ length: 6 }, () => ["pending", 0]),
+    ]);
+    // Given back due at once: the next batches publish them, and none dies unpublished.
+    for (let batch = 0; batch < 3 && published.length < 10; batch++) await relay.runOnce();
+    expect(published).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(await database.query("select 1 from lease_budget_events where state <> 'published'")).toEqual([]);
   });
 });
 

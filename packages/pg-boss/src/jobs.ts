@@ -22,6 +22,11 @@ import type PgBoss from "pg-boss";
  */
 export interface JobTarget<TDb extends AnyPgDatabase> {
   tx: TransactionOf<TDb> | TDb;
+  /**
+   * Whose job it is: `ctx.idempotency` carries the call's scope (the user or tenant), and the job's id is derived
+   * from it too, so two tenants' `order-confirmation:42` are two jobs. Without one, the key alone names the job.
+   */
+  scope?: string;
 }
 
 /** What `send` did: created the job, or not, and why not. */
@@ -62,11 +67,12 @@ export interface IdempotentWorkOptions extends PgBoss.WorkOptions {
 }
 
 /**
- * The id pg-boss stores a job under for `key` on `queue`: a UUID (version 8, RFC 9562) from a SHA-256 of both, so
- * every sender computes the same one.
+ * The id pg-boss stores a job under for `key` on `queue`, in `scope` when the job was sent from a protected call
+ * (its `ctx.idempotency.scope`): a UUID (version 8, RFC 9562) from a SHA-256 of them, so every sender computes the
+ * same one.
  */
-export function jobIdFor(queue: string, key: string): string {
-  const hex = sha256Hex(JSON.stringify([queue, key]));
+export function jobIdFor(queue: string, key: string, scope?: string): string {
+  const hex = sha256Hex(JSON.stringify(scope === undefined ? [queue, key] : [queue, key, scope]));
   const variant = ((Number.parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
@@ -76,7 +82,7 @@ export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsO
   return {
     /**
      * Sends a job in `target`'s transaction: it is created once that transaction commits, and never if it rolls
-     * back. Resolves the job's id and whether this call created it; when not, whether a job with this key is
+     * back. Its id comes from the queue, `key` and the target's scope (see {@link jobIdFor}). Resolves the job's id and whether this call created it; when not, whether a job with this key is
      * already in the queue, or the queue's policy refused it. The queue must exist (`boss.createQueue`).
      */
     async send<Data extends object>(
@@ -96,7 +102,7 @@ export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsO
         throw new TypeError(`jobs.send(): a ${queue} job needs a key, a non-empty string naming what it does.`);
       }
       const executor = sqlExecutor(tx);
-      const id = jobIdFor(queue, key);
+      const id = jobIdFor(queue, key, target.scope);
       if ((await boss.send(queue, data, { ...options, id, db: executor })) !== null) return { id, sent: true };
       // pg-boss answers null for a job already there, a queue that does not exist, and a policy's refusal.
       const existing = await boss.getJobById(queue, id, { db: executor, includeArchive: false });

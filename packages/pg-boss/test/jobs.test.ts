@@ -64,6 +64,18 @@ describe.each([
     expect(job).toMatchObject({ state: "created", data: { orderId: 1 } });
   });
 
+  it("keeps two tenants' jobs with one key apart: a protected call's scope is part of the job's id", async () => {
+    const key = "order-confirmation:42";
+    const send = (scope: string, orderId: number) =>
+      database.db.transaction((tx) => jobs.send({ tx, scope }, QUEUE, { orderId }, { key }));
+    const tenantA = `tenant-a-${globalThis.crypto.randomUUID()}`;
+    const tenantB = `tenant-b-${globalThis.crypto.randomUUID()}`;
+    expect(await send(tenantA, 42)).toEqual({ id: jobIdFor(QUEUE, key, tenantA), sent: true });
+    expect(await send(tenantB, 42)).toEqual({ id: jobIdFor(QUEUE, key, tenantB), sent: true });
+    expect(await send(tenantA, 42)).toMatchObject({ id: jobIdFor(QUEUE, key, tenantA), sent: false, reason: "exists" });
+    expect(jobIdFor(QUEUE, key, tenantA)).not.toBe(jobIdFor(QUEUE, key));
+  });
+
   it("leaves no job when the transaction that sent it rolls back", async () => {
     const key = orderKey();
     const failure = new Error("the order failed after its job was sent");
