@@ -304,6 +304,41 @@ describe("the engine keeping a running lease", () => {
     expect(events.map((event) => event.type)).toEqual(["timed_out", "conflict", "executed", "replayed"]);
   });
 
+  it("releases a call that stops on its timeout's signal once it has stopped, never while it still runs", async () => {
+    const events: IdempotencyEvent[] = [];
+    const settling: Array<Promise<unknown>> = [];
+    const engine = createIdempotencyEngine({
+      store: memoryStore(),
+      leaseMs: 1_000,
+      procedureTimeoutMs: 5_000,
+      replayCacheSize: 0,
+      now: Date.now,
+      waitUntil: (work) => settling.push(work),
+      onEvent: (event) => events.push(event),
+    });
+    let runs = 0;
+    let stopped!: () => void;
+    const stopsOnSignal = ({ signal }: { signal: AbortSignal }) => {
+      runs++;
+      return new Promise<Settlement<string>>((_, reject) => {
+        // It takes a while to stop (a provider call winding down): until then the key is still its own.
+        signal.addEventListener("abort", () => {
+          stopped = () => reject(signal.reason);
+        });
+      });
+    };
+    const first = codeOf(engine.run(request, stopsOnSignal));
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(await first).toBe("IN_PROGRESS");
+    expect(settling).toHaveLength(1);
+    expect(await codeOf(engine.run(request, ok('"retry"')))).toBe("IN_PROGRESS");
+    stopped();
+    await settling[0];
+    expect(await engine.run(request, ok('"retry"'))).toEqual({ replayed: false, value: '"retry"' });
+    expect(runs).toBe(1);
+    expect(events.map((event) => event.type)).toEqual(["timed_out", "conflict", "released", "executed"]);
+  });
+
   it("counts a completion whose answer was lost but which landed, instead of calling the lease lost", async () => {
     const store = memoryStore();
     let calls = 0;

@@ -108,9 +108,16 @@ export interface IdempotencyEngineOptions<Tx> {
    * Lease mode: the longest the client waits for the procedure, in ms. Past it the request is answered 409
    * `IN_PROGRESS` with `Retry-After` (a retry with the same key gets the answer once there is one) and the work's
    * signal aborts; the key stays claimed, its lease renewed up to `maxHoldMs`, until the work settles, as work that
-   * left the database (a charge on its way) cannot be undone by stopping to wait for it. Default 30 s.
+   * left the database (a charge on its way) cannot be undone by stopping to wait for it. `Infinity` turns it off;
+   * atomic mode has `transactionTimeoutMs` instead. Default 30 s.
    */
   procedureTimeoutMs?: number;
+  /**
+   * Lease mode: handed the settling of a call that was answered at `procedureTimeoutMs` while its work goes on, for
+   * platforms that stop a request's work once it is answered: Next.js's `after`, Vercel's `waitUntil`. Without it
+   * there, a frozen instance is a crashed call (its lease runs out, and a retry takes over). A throw is logged.
+   */
+  waitUntil?: (settling: Promise<unknown>) => void;
   /** Completed records kept in memory for cheap replays. 0 turns the cache off. Default 10,000. */
   replayCacheSize?: number;
   /** The clock, in ms since the epoch. Injected so tests can move time; stores never read their own. */
@@ -163,6 +170,7 @@ export function createIdempotencyEngine<Tx>({
   storeTimeoutMs = 5_000,
   transactionTimeoutMs = 30_000,
   procedureTimeoutMs = 30_000,
+  waitUntil,
   replayCacheSize = 10_000,
   now = Date.now,
   onEvent,
@@ -320,11 +328,17 @@ export function createIdempotencyEngine<Tx>({
     } catch {
       // The call is answered, but its work may still reach the outside world (a charge on its way): the key stays
       // claimed, its lease renewed, until the work settles and its outcome is stored or released as usual, so a
-      // retry is told IN_PROGRESS meanwhile and then replays, and never runs it a second time.
+      // retry is told IN_PROGRESS meanwhile and never runs it while it may still run. A work that stops on the
+      // signal and fails is released like any failure: the next retry runs it again, with the same sub-keys.
       aborter.abort(
         new DOMException(`${request.path} ran past procedureTimeoutMs (${procedureTimeoutMs} ms).`, "TimeoutError"),
       );
-      void work.then((late) => settleLease(request, fence, lease, late)).catch(() => {});
+      const settling = work.then((late) => settleLease(request, fence, lease, late)).catch(() => {});
+      try {
+        waitUntil?.(settling);
+      } catch (error) {
+        console.error("idemkit: waitUntil threw; the call's work still settles in the background.", error);
+      }
       const retryAfterMs = busyRetryAfterMs;
       emit(IdempotencyEventType.TIMED_OUT, request, { retryAfterMs });
       throw new IdempotencyError(

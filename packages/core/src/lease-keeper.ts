@@ -19,6 +19,9 @@
 import { within } from "./deadline.js";
 import type { IdempotencyStore, RecordId } from "./store.js";
 
+/** Renewals that may wait for an answer at once: more would only pile up on a store that does not answer. */
+const MAX_UNANSWERED_RENEWALS = 3;
+
 export interface LeaseKeeperOptions {
   store: Pick<IdempotencyStore<unknown>, "renew">;
   id: RecordId;
@@ -91,11 +94,19 @@ export function keepLease({
     leaseEndsAt = until;
     armExpiry();
   };
+  let unanswered = 0;
   const renew = async () => {
+    // Hung statements may each hold a connection: past a few, wait for one to answer instead of sending more.
+    if (unanswered >= MAX_UNANSWERED_RENEWALS) return scheduleRenewal(true);
     const until = Math.min(now() + leaseMs, holdEndsAt);
     const boundMs = Math.max(1, Math.min(storeTimeoutMs, (leaseEndsAt - now()) / 2));
-    const attempt = store.renew(id, fence, until);
-    void attempt.then((held) => renewed(held, until)).catch(() => {});
+    unanswered++;
+    // Through a promise, so that a store that throws instead of rejecting is a failed renewal too.
+    const attempt = Promise.resolve().then(() => store.renew(id, fence, until));
+    void attempt
+      .then((held) => renewed(held, until))
+      .catch(() => {})
+      .finally(() => unanswered--);
     const failed = await within(attempt, boundMs, () => new Error("renewal timed out")).then(
       () => false,
       () => true,

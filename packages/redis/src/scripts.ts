@@ -90,12 +90,16 @@ expire_at(KEYS[1], 0, tonumber(ARGV[4]), tonumber(record[3]))
 return 1
 `);
 
-/** KEYS[1] the record. ARGV: fence, lease end. Moves the lease of an in-progress record under that fence. */
+/**
+ * KEYS[1] the record. ARGV: fence, lease end. Moves the lease of an in-progress record under that fence. Its first
+ * write moves the key's expiry, which Redis lets through over `maxmemory`: a running call keeps its lease, as the
+ * record grows by nothing.
+ */
 export const RENEW = script(`${EXPIRE_AT}
 local record = redis.call('HMGET', KEYS[1], 'state', 'fence', 'skew', 'expires')
 if record[1] ~= 'in_progress' or record[2] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'lease', ARGV[2])
 expire_at(KEYS[1], tonumber(ARGV[2]), tonumber(record[4]), tonumber(record[3]))
+redis.call('HSET', KEYS[1], 'lease', ARGV[2])
 return 1
 `);
 

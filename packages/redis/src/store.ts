@@ -102,14 +102,14 @@ export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): 
 }
 
 /**
- * Redis over `maxmemory` under `noeviction` refuses a claim with a bare OOM reply: said plainly here, as the engine
- * passes it on to the operator's logs with its 503.
+ * Redis over `maxmemory` that can evict nothing refuses a claim with a bare OOM reply: said plainly here, as the
+ * engine passes it on to the operator's logs with its 503.
  */
 function explainOutOfMemory(error: unknown): never {
   if (error instanceof Error && /\bOOM\b/.test(error.message)) {
     throw new Error(
-      "redisStore: Redis is over its maxmemory and evicts nothing (noeviction), so it refused the claim before " +
-        "writing anything; the call was not run. Give Redis more memory, or purge what it holds.",
+      "redisStore: Redis is over its maxmemory and could evict nothing (noeviction, or no key it may evict), so it " +
+        "refused the claim before writing anything; the call was not run. Give Redis more memory, or purge what it holds.",
       { cause: error },
     );
   }

@@ -74,6 +74,23 @@ describe.skipIf(Boolean(process.env.REDIS_URL))("a store whose Redis is out of m
       }
     });
 
+    it("still renews a running call's lease, so it is not taken over while it works", async () => {
+      const store = redisStore({ client: connected.client, prefix: `oom:${globalThis.crypto.randomUUID()}:` });
+      const id = { scope: "alice", path: "charge", key: "k" };
+      const now = Date.now();
+      const claimed = await store.claim({
+        id,
+        fingerprint: "fp",
+        now,
+        leaseExpiresAt: now + 30_000,
+        expiresAt: now + 60_000,
+      });
+      const fence = claimed.status === "claimed" ? claimed.fence : Number.NaN;
+      await exhaust();
+      expect(await store.renew(id, fence, now + 90_000)).toBe(true);
+      expect(await store.get(id)).toMatchObject({ state: "in_progress", leaseExpiresAt: now + 90_000 });
+    });
+
     it("still stores the answer of a call that ran, so its retry replays it instead of running again", async () => {
       const store = redisStore({ client: connected.client, prefix: `oom:${globalThis.crypto.randomUUID()}:` });
       const id = { scope: "alice", path: "charge", key: "k" };

@@ -110,9 +110,15 @@ export interface IdempotencyOptions<
   /**
    * Lease mode: the longest a call's client waits for its procedure, in ms. Past it the call is answered 409
    * `IN_PROGRESS` with `Retry-After` and `ctx.idempotency.signal` aborts; the key stays claimed until the procedure
-   * settles, so a retry gets its stored answer then and never runs it twice. Default 30 seconds.
+   * settles, so a retry never runs it while it may still run, and gets its stored answer once there is one.
+   * `Infinity` turns it off; atomic mode has `transactionTimeoutMs`. Default 30 seconds.
    */
   procedureTimeoutMs?: number;
+  /**
+   * Lease mode: where a call answered at `procedureTimeoutMs` hands the work that still runs, on platforms that stop
+   * a request's work once it is answered: `waitUntil: after` with Next.js's `after` from `next/server`.
+   */
+  waitUntil?: (settling: Promise<unknown>) => void;
   /** Completed results cached in memory for cheap replays; 0 turns it off. Default 10,000. */
   replayCacheSize?: number;
   /**
