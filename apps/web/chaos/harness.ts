@@ -16,6 +16,9 @@ import superjson from "superjson";
 const APP_DIR = fileURLToPath(new URL("..", import.meta.url));
 const NEXT = fileURLToPath(new URL("../../../node_modules/next/dist/bin/next", import.meta.url));
 
+/** A line of a process's log that reports an exception nothing caught. */
+const UNCAUGHT = /uncaughtException|unhandledRejection|Cannot read properties of null \(reading 'write'\)/;
+
 /** How often a starting instance is asked again: it gives no other signal that it is ready. */
 const POLL_INTERVAL_MS = 200;
 
@@ -26,10 +29,10 @@ export interface Instance {
   /** Kills the process at once (SIGKILL), as a crash would. */
   kill(): void;
   /**
-   * How many times postgres.js threw its uncaught "reading 'write'" TypeError in this process (see the README's
-   * "Failure behaviour"): Next.js logs it and the process goes on.
+   * How many uncaught exceptions and unhandled rejections this process logged (Next.js logs them and goes on), such
+   * as postgres.js's "reading 'write'" TypeError (see the README's "Failure behaviour").
    */
-  driverWedges(): number;
+  uncaught(): number;
 }
 
 export async function freePort(): Promise<number> {
@@ -58,15 +61,15 @@ export async function startInstance(name: string, databaseUrl: string): Promise<
   });
   started.add(child);
   child.once("exit", () => started.delete(child));
-  let wedges = 0;
+  let uncaught = 0;
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-    wedges += chunk.split("Cannot read properties of null (reading 'write')").length - 1;
+    uncaught += chunk.split("\n").filter((line) => UNCAUGHT.test(line)).length;
   });
   return {
     name,
     base: `http://127.0.0.1:${port}`,
     kill: () => child.kill("SIGKILL"),
-    driverWedges: () => wedges,
+    uncaught: () => uncaught,
   };
 }
 
@@ -211,8 +214,13 @@ export interface Verdict {
   inProgress: number;
   /** Per instance: ms from `since` to its first 200 (undefined if none came). */
   recoveryMs: Record<string, number | undefined>;
-  /** postgres.js's uncaught TypeErrors, all instances together. */
-  driverWedges: number;
+  /**
+   * Per instance: requests sent to it from `since` on that were not answered 200, and when (ms after `since`) the
+   * last of them was sent; from then on it served every request.
+   */
+  failedAfter: Record<string, { count: number; lastSentMs: number | undefined }>;
+  /** Uncaught exceptions and unhandled rejections, all instances together. */
+  uncaught: number;
 }
 
 /** Checks the actions against the database: exactly one order per action answered 200, and nothing else. */
@@ -233,11 +241,19 @@ export async function verdict(
     const byStatus: Record<string, number> = {};
     for (const { status } of answers) byStatus[status] = (byStatus[status] ?? 0) + 1;
     const recoveryMs: Record<string, number | undefined> = {};
+    const failedAfter: Verdict["failedAfter"] = {};
     for (const { name } of instances) {
       const first = answers
         .filter((answer) => answer.instance === name && answer.status === 200 && answer.at >= since)
         .reduce((earliest, answer) => Math.min(earliest, answer.at), Number.POSITIVE_INFINITY);
       recoveryMs[name] = Number.isFinite(first) ? first - since : undefined;
+      const failedSent = answers
+        .filter((answer) => answer.instance === name && answer.status !== 200 && answer.at - answer.ms >= since)
+        .map((answer) => answer.at - answer.ms - since);
+      failedAfter[name] = {
+        count: failedSent.length,
+        lastSentMs: failedSent.length > 0 ? Math.max(...failedSent) : undefined,
+      };
     }
     return {
       actions: actions.length,
@@ -251,7 +267,8 @@ export async function verdict(
       failed: actions.filter((action) => action.answers.at(-1)?.status !== 200).length,
       inProgress: held?.n ?? 0,
       recoveryMs,
-      driverWedges: instances.reduce((sum, instance) => sum + instance.driverWedges(), 0),
+      failedAfter,
+      uncaught: instances.reduce((sum, instance) => sum + instance.uncaught(), 0),
     };
   } finally {
     await sql.end();

@@ -20,6 +20,7 @@ import {
   run,
 } from "./statements.js";
 import type { TransactionOf } from "./store.js";
+import { transactionOf } from "./transaction.js";
 
 export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   /** The database the handler writes to: the record of processed events must be in it. */
@@ -56,7 +57,7 @@ export async function processOnce<TDb extends AnyPgDatabase, T>(
     throw new TypeError(`processOnce(): lockTimeoutMs must be a number of ms, 1 or more (got ${lockTimeoutMs}).`);
   }
   const { MARK, CHECK } = statementsOf(table);
-  return db.transaction(async (tx) => {
+  return transactionOf(db, async (tx) => {
     const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;
     const [mark] = await run(tx, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
       if (!isLockTimeout(cause)) throw cause;

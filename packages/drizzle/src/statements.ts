@@ -135,3 +135,46 @@ export function sqlStateOf(error: unknown): string | undefined {
 export function isLockTimeout(error: unknown): boolean {
   return sqlStateOf(error) === "55P03";
 }
+
+/** What drivers call a connection that closed under a statement, besides SQLSTATE class 08. */
+const CONNECTION_LOST_CODES = new Set(["CONNECTION_CLOSED", "ECONNRESET", "EPIPE"]);
+
+/**
+ * Whether `error` says the statement's connection was lost: closed or reset under it (postgres.js's
+ * CONNECTION_CLOSED, a socket's ECONNRESET, node-postgres's "Connection terminated unexpectedly"), or ended by the
+ * server going down (57P01 admin shutdown, 57P02 crash shutdown, class 08). A statement sent again then goes out on
+ * another connection, or a new one: after a restart, the first statement on each connection of a pool can fail so.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  for (let current = error; typeof current === "object" && current !== null; ) {
+    const { code, message } = current as { code?: unknown; message?: unknown };
+    if (typeof code === "string" && CONNECTION_LOST_CODES.has(code)) return true;
+    if (message === "Connection terminated unexpectedly") return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  const state = sqlStateOf(error);
+  return state === "57P01" || state === "57P02" || state?.startsWith("08") === true;
+}
+
+/**
+ * The pauses before each new attempt of a statement (or a transaction that never began) whose connection was lost:
+ * long enough for the driver to have let that connection go (the next attempt then takes another, or a new one),
+ * short enough to stay well inside the caller's deadline.
+ */
+const PAUSES_ON_LOST_CONNECTION_MS = [5, 50];
+
+/**
+ * Runs `call` again, after a short pause, while it fails because its connection was lost, up to three times in all:
+ * for calls that are safe to repeat, or that never began. The caller's own deadline bounds the whole.
+ */
+export async function againIfConnectionLost<T>(call: () => Promise<T>): Promise<T> {
+  for (const pauseMs of [...PAUSES_ON_LOST_CONNECTION_MS, undefined]) {
+    try {
+      return await call();
+    } catch (error) {
+      if (pauseMs === undefined || !isConnectionLost(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+  }
+  throw new Error("unreachable");
+}

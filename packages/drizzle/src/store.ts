@@ -43,6 +43,7 @@ import { bypassGuard } from "./bypass-guard.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
 import {
   type AnyPgDatabase,
+  againIfConnectionLost,
   type Executor,
   isLockTimeout,
   namedFor,
@@ -52,6 +53,7 @@ import {
   run,
   sqlStateOf,
 } from "./statements.js";
+import { transactionOf } from "./transaction.js";
 import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
 
 /** The transaction type that `db.transaction` hands its callback: what the procedure writes with. */
@@ -163,7 +165,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     database: db,
     waitMs,
     async peek(id) {
-      const [row] = await run(db, statements.PEEK, keyOf(id));
+      const [row] = await againIfConnectionLost(() => run(db, statements.PEEK, keyOf(id)));
       return { running: row?.running === true, record: row?.state != null ? toRecord(row) : undefined };
     },
     async transaction(work) {
@@ -175,16 +177,14 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       let finished: { value: Awaited<ReturnType<typeof work>> } | undefined;
       let txFence: TransactionFence | undefined;
       try {
-        const result = await db
-          .transaction(async (tx) => {
-            txFence = fenceTransaction(tx, db._.session);
-            try {
-              return await transact(tx);
-            } finally {
-              txFence.closing();
-            }
-          })
-          .finally(() => txFence?.close());
+        const result = await transactionOf(db, async (tx) => {
+          txFence = fenceTransaction(tx, db._.session);
+          try {
+            return await transact(tx);
+          } finally {
+            txFence.closing();
+          }
+        }).finally(() => txFence?.close());
         if (completing && !(await completing.done)) {
           throw new Error("The claimed record vanished inside its own transaction.");
         }
@@ -247,17 +247,15 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
    * to come back for its result, as any duplicate would be.
    */
   async function recordAgain(request: ClaimRequest, response: StoredResponse, expiresAt: number): Promise<void> {
-    const recorded = await db
-      .transaction(async (tx) => {
-        const outcome = await claimWith(tx, request, {});
-        if (outcome.status !== "claimed") return false;
-        if (!(await completeWith(tx, request.id, outcome.fence, response, expiresAt))) throw new Error("lost");
-        return true;
-      })
-      .catch((error: unknown) => {
-        if (isLockTimeout(error)) return false;
-        throw error;
-      });
+    const recorded = await transactionOf(db, async (tx) => {
+      const outcome = await claimWith(tx, request, {});
+      if (outcome.status !== "claimed") return false;
+      if (!(await completeWith(tx, request.id, outcome.fence, response, expiresAt))) throw new Error("lost");
+      return true;
+    }).catch((error: unknown) => {
+      if (isLockTimeout(error)) return false;
+      throw error;
+    });
     if (!recorded) {
       throw new IdempotencyError(
         IdempotencyErrorCode.IN_PROGRESS,
@@ -267,19 +265,20 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     }
   }
 
+  // Every call below is safe to send again on another connection when its own was lost under it: a claim sent
+  // twice finds its own record, and the writes act only under the caller's fence.
   return {
     atomic,
-    claim: (request) => claimWith(db, request),
-    complete: (id, fence, response, expiresAt) => completeWith(db, id, fence, response, expiresAt),
-    async release(id, fence) {
-      const deleted = await run(db, statements.RELEASE, [...keyOf(id), fence]);
-      return deleted.length === 1;
-    },
-    async renew(id, fence, leaseExpiresAt) {
-      const renewed = await run(db, statements.RENEW, [...keyOf(id), fence, leaseExpiresAt]);
-      return renewed.length === 1;
-    },
-    get: (id) => getWith(db, id),
+    claim: (request) => againIfConnectionLost(() => claimWith(db, request)),
+    complete: (id, fence, response, expiresAt) =>
+      againIfConnectionLost(() => completeWith(db, id, fence, response, expiresAt)),
+    release: (id, fence) =>
+      againIfConnectionLost(async () => (await run(db, statements.RELEASE, [...keyOf(id), fence])).length === 1),
+    renew: (id, fence, leaseExpiresAt) =>
+      againIfConnectionLost(
+        async () => (await run(db, statements.RENEW, [...keyOf(id), fence, leaseExpiresAt])).length === 1,
+      ),
+    get: (id) => againIfConnectionLost(() => getWith(db, id)),
     purgeExpired: ({ now, batchSize = 1_000 }) => purgeInBatches(db, statements.PURGE, now, batchSize),
   };
 }

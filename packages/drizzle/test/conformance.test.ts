@@ -1,24 +1,50 @@
 import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
-import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
+import { createDatabase, MIGRATIONS_FOLDER, openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { pgSchema } from "drizzle-orm/pg-core";
+import { drizzle } from "drizzle-orm/postgres-js";
+import { migrate } from "drizzle-orm/postgres-js/migrator";
+import postgres from "postgres";
 import { afterAll, beforeAll, inject } from "vitest";
 import { drizzleStore, idempotencyKeysTable } from "../src/index.js";
+import { guardedConnections } from "../src/postgres-js.js";
 
 let pglite: Awaited<ReturnType<typeof openPglite>>;
 let server: Awaited<ReturnType<typeof openPostgres>>;
 let nodePostgres: Awaited<ReturnType<typeof openNodePostgres>>;
 /** A database of its own for the renamed table, so that its default table must stay empty. */
 let elsewhereDatabase: Awaited<ReturnType<typeof openPostgres>>;
+/** postgres.js through guardedConnections: the guard must change nothing while connections live. */
+let guarded: {
+  db: ReturnType<typeof drizzle>;
+  query(text: string, params?: unknown[]): Promise<unknown[]>;
+  close(): Promise<void>;
+};
+
+async function openGuarded(serverUrl: string): Promise<typeof guarded> {
+  const database = await createDatabase(serverUrl);
+  const client = postgres(database.url, guardedConnections({ max: 10, onnotice: () => {} }));
+  const db = drizzle(client);
+  await migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  return {
+    db,
+    query: async (text, params = []) => client.unsafe(text, params as never[]),
+    async close() {
+      await client.end({ timeout: 5 });
+      await database.drop();
+    },
+  };
+}
 
 beforeAll(async () => {
-  [pglite, server, nodePostgres] = await Promise.all([
+  [pglite, server, nodePostgres, guarded] = await Promise.all([
     openPglite(),
     openPostgres(inject("postgresUrl")),
     openNodePostgres(inject("postgresUrl")),
+    openGuarded(inject("postgresUrl")),
   ]);
-  for (const database of [pglite, server, nodePostgres]) {
+  for (const database of [pglite, server, nodePostgres, guarded]) {
     await database.query("create table atomic_notes (marker text not null)");
   }
   elsewhereDatabase = await openPostgres(inject("postgresUrl"));
@@ -28,7 +54,13 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
-  await Promise.all([pglite?.close(), server?.close(), nodePostgres?.close(), elsewhereDatabase?.close()]);
+  await Promise.all([
+    pglite?.close(),
+    server?.close(),
+    nodePostgres?.close(),
+    guarded?.close(),
+    elsewhereDatabase?.close(),
+  ]);
 });
 
 describeStoreConformance("drizzleStore on PGlite", async () => ({ store: drizzleStore({ db: pglite.db }) }));
@@ -37,6 +69,9 @@ describeStoreConformance("drizzleStore on PostgreSQL (postgres.js)", async () =>
 }));
 describeStoreConformance("drizzleStore on PostgreSQL (node-postgres)", async () => ({
   store: drizzleStore({ db: nodePostgres.db }),
+}));
+describeStoreConformance("drizzleStore on PostgreSQL (postgres.js through guardedConnections)", async () => ({
+  store: drizzleStore({ db: guarded.db }),
 }));
 
 // A table under another name, in a schema of its own (a prefix that drizzle-kit's tablesFilter expects, say).
@@ -71,6 +106,10 @@ function atomicSubject(database: { db: AnyDb; query(text: string, params: unknow
 describeAtomicConformance("drizzleStore on PGlite", atomicSubject(lazy(() => pglite)), { oneConnection: true });
 describeAtomicConformance("drizzleStore on PostgreSQL (postgres.js)", atomicSubject(lazy(() => server)));
 describeAtomicConformance("drizzleStore on PostgreSQL (node-postgres)", atomicSubject(lazy(() => nodePostgres)));
+describeAtomicConformance(
+  "drizzleStore on PostgreSQL (postgres.js through guardedConnections)",
+  atomicSubject(lazy(() => guarded)),
+);
 
 /** The database once beforeAll opened it: the suites are registered before it runs. */
 function lazy(database: () => { db: AnyDb; query(text: string, params: unknown[]): Promise<unknown[]> }) {

@@ -5,6 +5,7 @@
 import { memoryStore } from "@idemkit/core";
 import type { describeStoreConformance } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
+import type { guardedConnections } from "@idemkit/drizzle/postgres-js";
 import { createJobs, type jobIdFor } from "@idemkit/pg-boss";
 import { expectOneKeyPerAction, type watchMutations } from "@idemkit/playwright";
 import type { idempotentMutationDefaults, useIdempotentMutation } from "@idemkit/react";
@@ -18,6 +19,7 @@ export type Entries = [
   typeof describeStoreConformance,
   typeof drizzleStore,
   typeof idempotencyKeys,
+  typeof guardedConnections,
   typeof jobIdFor,
   typeof watchMutations,
   typeof useIdempotentMutation,

@@ -55,7 +55,9 @@ export async function openDatabase({
     const { default: postgres } = await import("postgres");
     const { drizzle } = await import("drizzle-orm/postgres-js");
     const { migrate } = await import("drizzle-orm/postgres-js/migrator");
-    const client = postgres(url, { max, onnotice: () => {}, ...BOUNDED });
+    const { guardedConnections } = await import("@idemkit/drizzle/postgres-js");
+    // The guard ends a connection the database dropped without postgres.js's defects there (see its module).
+    const client = postgres(url, guardedConnections({ max, onnotice: () => {}, ...BOUNDED }));
     const db = drizzle(client);
     try {
       await inTurn(postgres(url, { max: 1, onnotice: () => {} }), () => migrate(db, { migrationsFolder: MIGRATIONS }));

@@ -1,0 +1,70 @@
+/**
+ * `db.transaction` for idemkit's own transactions, safe on a connection that dies under them.
+ *
+ * postgres.js 3.4.9 gives a transaction up as soon as its connection closes (the transaction's promise rejects), while
+ * the callback still runs. When the callback then settles, postgres.js sends ROLLBACK or COMMIT on that connection,
+ * which has no socket any more: the write it schedules throws an uncaught `TypeError: Cannot read properties of null
+ * (reading 'write')` (porsager/postgres#1208), the statement never settles, and the connection keeps a stale write
+ * buffer that stalls every reconnection after it (each waits out `connect_timeout`) until enough of them piled up
+ * to be flushed as garbage: tens of seconds of 503s after the database is back.
+ *
+ * So a callback whose transaction the driver already gave up never settles: nothing is sent on the dead connection,
+ * and the callback's closures are collected with it, as nothing waits for them any more. On the other drivers the
+ * transaction's promise never settles before its callback, so this changes nothing there.
+ */
+import { type AnyPgDatabase, againIfConnectionLost } from "./statements.js";
+import type { TransactionOf } from "./store.js";
+
+/** The next turn of the event loop: right after I/O callbacks on Node, else the next task. */
+const nextTurn: (callback: () => void) => void =
+  typeof setImmediate === "function" ? (callback) => setImmediate(callback) : (callback) => setTimeout(callback, 0);
+
+/** What the callback is left with once its transaction was given up: nothing that ever settles. */
+const GIVEN_UP = new Promise<never>(() => {});
+
+/**
+ * Runs `work` in a transaction of `db`, never letting the driver write on a connection that died under it. A
+ * transaction whose connection was lost before `work` began is begun again (see `againIfConnectionLost`): after a
+ * restart, postgres.js fails the first statement on each reconnected connection with the error that ended it.
+ */
+export function transactionOf<TDb extends AnyPgDatabase, T>(
+  db: TDb,
+  work: (tx: TransactionOf<TDb>) => Promise<T>,
+): Promise<T> {
+  return againIfConnectionLost(() => {
+    let began = false;
+    return attempt(db, (tx) => {
+      began = true;
+      return work(tx);
+    }).catch((error: unknown) => {
+      throw began ? new Begun(error) : error;
+    });
+  }).catch((error: unknown) => {
+    throw error instanceof Begun ? error.error : error;
+  });
+}
+
+/** A failure after `work` began: never begun again, whatever it was. */
+class Begun {
+  constructor(readonly error: unknown) {}
+}
+
+function attempt<TDb extends AnyPgDatabase, T>(db: TDb, work: (tx: TransactionOf<TDb>) => Promise<T>): Promise<T> {
+  let givenUp = false;
+  const transaction = db.transaction(async (tx) => {
+    try {
+      const value = await work(tx as TransactionOf<TDb>);
+      return givenUp ? GIVEN_UP : value;
+    } catch (error) {
+      // A statement that failed because the connection closed may be seen here before the driver's own rejection of
+      // the transaction: both were set off by the same event, so once the event loop moves on the driver has spoken.
+      await new Promise<void>((resolve) => nextTurn(resolve));
+      if (givenUp) return GIVEN_UP;
+      throw error;
+    }
+  }) as Promise<T>;
+  transaction.catch(() => {
+    givenUp = true;
+  });
+  return transaction;
+}

@@ -1,0 +1,236 @@
+/**
+ * Connections the database ends under postgres.js 3.4.9 (here by `pg_terminate_backend`, as a crash or a restart ends
+ * them), on a real PostgreSQL. Without `guardedSocket`, postgres.js fails the next statement with the error that ended
+ * the session, throws an uncaught TypeError for a statement sent on a connection closed under a transaction, and
+ * stalls reconnections behind a stale write: each test below fails so on a plain pool. vitest fails a run on any
+ * uncaught exception, so "nothing uncaught" is checked by every test.
+ *
+ * Pools have one connection, so the next statement must go through the connection that was ended, and a short
+ * connect_timeout, so a stalled reconnection fails it soon.
+ */
+import { createServer, type Server } from "node:net";
+import { createDatabase, MIGRATIONS_FOLDER } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
+import { migrate } from "drizzle-orm/postgres-js/migrator";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { drizzleStore, processOnce } from "../src/index.js";
+import { guardedConnections } from "../src/postgres-js.js";
+
+let database: Awaited<ReturnType<typeof createDatabase>>;
+let killer: postgres.Sql;
+const pools: postgres.Sql[] = [];
+
+beforeAll(async () => {
+  database = await createDatabase(inject("postgresUrl"));
+  killer = postgres(database.url, { max: 1, onnotice: () => {} });
+  await migrate(drizzle(killer), { migrationsFolder: MIGRATIONS_FOLDER });
+});
+afterAll(async () => {
+  for (const pool of pools) await pool.end({ timeout: 1 });
+  await killer?.end({ timeout: 1 });
+  await database?.drop();
+});
+
+/** A pool, and a wait for its next connection to be closed (postgres.js's own `onclose`, before it reconnects). */
+function pool({ guarded }: { guarded: boolean }): postgres.Sql & { closed(): Promise<void> } {
+  let closed: () => void = () => {};
+  const options = { max: 1, connect_timeout: 2, onnotice: () => {}, onclose: () => closed() };
+  const client = postgres(database.url, guarded ? guardedConnections(options) : options);
+  pools.push(client);
+  return Object.assign(client, {
+    closed: () =>
+      new Promise<void>((resolve) => {
+        closed = resolve;
+      }),
+  });
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const terminate = async (pid: unknown) => void (await killer`select pg_terminate_backend(${Number(pid)})`);
+
+describe("guardedSocket", () => {
+  it("fails a statement in flight with the error that ended its session, and the next one runs", async () => {
+    const client = pool({ guarded: true });
+    const [{ pid }] = (await client`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+    const closed = client.closed();
+    const inFlight = client`select pg_sleep(5)`.catch((error: unknown) => error);
+    await pause(50);
+    await terminate(pid);
+    expect(await inFlight).toMatchObject({ name: "PostgresError", code: "57P01" });
+    // The error stays with the session it ended: the connection postgres.js opens next starts clean.
+    await closed;
+    expect(await client`select 1 as one`).toEqual([{ one: 1 }]);
+  });
+
+  it("keeps a transaction whose connection closed under it from writing there, and the next statement runs", async () => {
+    const client = pool({ guarded: true });
+    const closed = client.closed();
+    const transaction = client.begin(async (tx) => {
+      const [{ pid }] = (await tx`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+      await terminate(pid);
+      await pause(100);
+      await tx`select 2`;
+    });
+    await expect(transaction).rejects.toMatchObject({ code: "57P01" });
+    await closed;
+    expect(await client`select 1 as one`).toEqual([{ one: 1 }]);
+  });
+
+  it("ends a connection whose session ended just as a statement was sent, and the next statement runs", async () => {
+    const client = pool({ guarded: true });
+    const closed = client.closed();
+    const transaction = client.begin(async (tx) => {
+      const [{ pid }] = (await tx`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+      await terminate(pid);
+      await tx`select 2`;
+    });
+    await expect(transaction).rejects.toThrow();
+    await closed;
+    expect(await client`select 1 as one`).toEqual([{ one: 1 }]);
+  });
+
+  it("passes large results and statements through whole, in transactions and out", async () => {
+    const client = pool({ guarded: true });
+    const text = "x".repeat(200_000);
+    const [echo] = await client`select ${text}::text as text`;
+    expect(echo?.text).toBe(text);
+    const rows = await client.begin((tx) => tx`select generate_series(1, 20000) as n`);
+    expect(rows).toHaveLength(20_000);
+    expect(rows.at(-1)).toEqual({ n: 20_000 });
+  });
+
+  it("sets up TLS itself: falls back to plain with prefer on a server without it, refuses it with require", async () => {
+    const preferring = postgres(database.url, guardedConnections({ max: 1, ssl: "prefer", onnotice: () => {} }));
+    pools.push(preferring);
+    expect(await preferring`select 1 as one`).toEqual([{ one: 1 }]);
+    const requiring = postgres(database.url, guardedConnections({ max: 1, connect_timeout: 2, ssl: "require" }));
+    pools.push(requiring);
+    await expect(requiring`select 1`).rejects.toThrow(/does not accept TLS/);
+    const inTheUrl = postgres(`${database.url}?sslmode=require`, guardedConnections({ max: 1, connect_timeout: 2 }));
+    pools.push(inTheUrl);
+    await expect(inTheUrl`select 1`).rejects.toThrow(/give it to guardedConnections/);
+  });
+});
+
+describe("guardedSocket, with a server that ends the session at a given message", () => {
+  /**
+   * A server that starts a session (no password), answers nothing after, and ends the session with a FATAL error as
+   * soon as a message of type `endAt` arrives: the moments a real server's end can fall on, made exact.
+   */
+  async function serverEndingAt(endAt: string): Promise<{ server: Server; url: string }> {
+    const server = createServer((socket) => {
+      let started = false;
+      socket.on("data", (chunk) => {
+        if (!started) {
+          started = true;
+          socket.write(Buffer.concat([Buffer.from([82, 0, 0, 0, 8, 0, 0, 0, 0]), Buffer.from([90, 0, 0, 0, 5, 73])]));
+          return;
+        }
+        if (!chunk.includes(endAt.charCodeAt(0))) return;
+        const fields = Buffer.from("SFATAL\0VFATAL\0C57P01\0Mterminating connection due to administrator command\0\0");
+        const header = Buffer.from([69, 0, 0, 0, 0]);
+        header.writeInt32BE(fields.length + 4, 1);
+        socket.end(Buffer.concat([header, fields]));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as { port: number };
+    return { server, url: `postgres://idemkit@127.0.0.1:${port}/fake` };
+  }
+
+  it.each([
+    ["a statement being described (Parse, Describe, Flush)", "H", (client: postgres.Sql) => client`select ${1}::int`],
+    ["a statement run (Bind, Execute, Sync)", "S", (client: postgres.Sql) => client`select 1`],
+    ["a simple query", "Q", (client: postgres.Sql) => client`select 1`.simple()],
+  ])("fails %s when the session ends under it, without waiting", async (_, endAt, send) => {
+    const { server, url } = await serverEndingAt(endAt);
+    const client = postgres(url, guardedConnections({ max: 1, fetch_types: false, transactionGraceMs: 60_000 }));
+    pools.push(client);
+    try {
+      await expect(send(client)).rejects.toMatchObject({ code: "57P01" });
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe("idemkit's own transactions, on a plain postgres.js pool", () => {
+  it("never have postgres.js throw uncaught for a connection that closed under them", async () => {
+    const db = drizzle(pool({ guarded: false }));
+    const store = drizzleStore({ db });
+    const key = globalThis.crypto.randomUUID();
+    const call = store.atomic.transaction(async (session) => {
+      await session.claim(claimOf(key));
+      const [row] = (await session.tx.execute(sql`select pg_backend_pid() as pid`)) as unknown as Array<{
+        pid: number;
+      }>;
+      const slow = session.tx.execute(sql`select pg_sleep(5)`);
+      await pause(50);
+      await terminate(row?.pid);
+      // Fails when the connection closes, and so does the procedure, at once.
+      await slow;
+    });
+    await expect(call).rejects.toThrow();
+    // Nothing was thrown uncaught (vitest would fail the run). The pool's next statements may still meet
+    // postgres.js's stale state: that is the guard's to end (above).
+  });
+});
+
+describe("drizzleStore and processOnce on a guarded pool", () => {
+  it.each(["fails", "catches the failure and returns"] as const)(
+    "refuse an atomic call whose connection ended just after its claim, whose procedure %s, and serve the next",
+    async (ending) => {
+      const db = drizzle(pool({ guarded: true }));
+      const store = drizzleStore({ db });
+      const key = globalThis.crypto.randomUUID();
+      const call = store.atomic.transaction(async (session) => {
+        await session.claim(claimOf(key));
+        await terminateBackendOf(session.tx);
+        const next = session.tx.execute(sql`select 1`);
+        await (ending === "fails" ? next : next.catch(() => {}));
+        await session.complete(claimOf(key).id, { status: 200, body: "{}" }, Date.now() + 60_000, {
+          undoEffects: false,
+        });
+        return "done";
+      });
+      await expect(call).rejects.toThrow();
+      expect(await store.get(claimOf(key).id)).toBeUndefined();
+      expect(await store.atomic.transaction((session) => session.claim(claimOf(key)))).toMatchObject({
+        status: "claimed",
+      });
+    },
+  );
+
+  it("rejects processOnce whose handler's connection ended, and processes the redelivery", async () => {
+    const db = drizzle(pool({ guarded: true }));
+    const eventId = globalThis.crypto.randomUUID();
+    const outcome = processOnce({ db, consumer: "mailer", eventId }, async (tx) => {
+      await terminateBackendOf(tx);
+      await tx.execute(sql`select 1`);
+    });
+    await expect(outcome).rejects.toThrow();
+    expect(await processOnce({ db, consumer: "mailer", eventId }, async () => "sent")).toEqual({
+      processed: true,
+      value: "sent",
+    });
+  });
+});
+
+/** Ends the server process behind a transaction's connection, as a crash of that backend would. */
+async function terminateBackendOf(tx: { execute: ReturnType<typeof drizzle>["execute"] }): Promise<void> {
+  const [row] = (await tx.execute(sql`select pg_backend_pid() as pid`)) as unknown as Array<{ pid: number }>;
+  await terminate(row?.pid);
+}
+
+function claimOf(key: string) {
+  const now = Date.now();
+  return {
+    id: { scope: "s", path: "ended.connection", key },
+    fingerprint: "fp",
+    now,
+    leaseExpiresAt: now + 30_000,
+    expiresAt: now + 60_000,
+  };
+}
