@@ -44,28 +44,56 @@ export function chosenStorage(storage: KeyStorage | "memory" | undefined): KeySt
 
 /** The forms mounted now, each storage's names held by the one form that keeps its action there. */
 const heldNames = new WeakMap<KeyStorage, Map<string, symbol>>();
+/** Names already warned about, so a page that mounts many such forms says it once per name. */
+const warnedNames = new Set<string>();
 
 /**
  * Holds `name` in `storage` for one mounted form, until the returned release is called. Two forms keeping their
  * actions under one name would each find the other's action after a reload and show its outcome as their own, so
- * a second form mounted with a name another form holds is refused with an error that names the fix (its own
- * `storageKey`). A name is not React's `useId()`: that follows the form's position in the tree, which a list
- * reordered after a reload, or a new release of the page, moves, and with it the key of an action in flight.
+ * a form mounted while another holds its name keeps its action in memory instead (`held` false: it still has one
+ * key per action, only not across a reload), and the page is warned once, naming the fix (its own `storageKey`).
+ * Never an error: a list of rows on one procedure must not take the page down. A name is not React's `useId()`:
+ * that follows the form's position in the tree, which a list reordered after a reload, or a new release of the page,
+ * moves, and with it the key of an action in flight.
  */
-export function holdStorageName(storage: KeyStorage, name: string, path: string): () => void {
+export function holdStorageName(storage: KeyStorage, name: string, path: string): { held: boolean; release(): void } {
   const names = heldNames.get(storage) ?? new Map<string, symbol>();
   heldNames.set(storage, names);
   if (names.has(name)) {
-    throw new Error(
-      `useIdempotentMutation(${path}): another form on this page keeps its action under "${name}" too, so after a ` +
-        "reload each would take the other's action for its own. Give each form its own storageKey, named after " +
-        `what it acts on (such as "${name}:<order id>").`,
-    );
+    if (!warnedNames.has(name)) {
+      warnedNames.add(name);
+      console.warn(
+        `useIdempotentMutation(${path}): another form on this page keeps its action under "${name}", so this one keeps ` +
+          "its own in memory, and loses it on a reload. Give each form its own storageKey, named after what it acts " +
+          `on (such as "${name}:<order id>").`,
+      );
+    }
+    return { held: false, release() {} };
   }
   const holder = Symbol(name);
   names.set(name, holder);
-  return () => {
-    if (names.get(name) === holder) names.delete(name);
+  return {
+    held: true,
+    release() {
+      if (names.get(name) === holder) names.delete(name);
+    },
+  };
+}
+
+/**
+ * `storage` for a form only while `held()`: otherwise it holds nothing and takes nothing, which makes the action
+ * store keep the form's action in memory.
+ */
+export function storageWhileHeld(storage: KeyStorage, held: () => boolean): KeyStorage {
+  return {
+    getItem: (name) => (held() ? storage.getItem(name) : null),
+    setItem(name, value) {
+      if (!held()) throw new Error("another form holds this storage name");
+      storage.setItem(name, value);
+    },
+    removeItem(name) {
+      if (held()) storage.removeItem(name);
+    },
   };
 }
 

@@ -296,13 +296,16 @@ async function waitForLock<T>(
     onWaiting(undefined);
   };
   onWaiting(Date.now() + waitMs);
+  let granted = false;
   try {
     return await locks.request(lock, { signal: waitEnded.signal }, async () => {
+      granted = true;
       waited();
       return { sent: await held() };
     });
   } catch (error) {
-    if (signal.aborted || !waitEnded.signal.aborted) throw error;
+    // A failure of the send itself is the send's, also when the bound ran out just as the lock was granted.
+    if (granted || signal.aborted || !waitEnded.signal.aborted) throw error;
     return undefined;
   } finally {
     waited();

@@ -33,6 +33,7 @@ import {
   holdStorageName,
   type KeyStorage,
   procedurePath,
+  storageWhileHeld,
 } from "./action-store.js";
 import { appCallbacks, carriedKey, carryingKey, ownOnMutateResult } from "./mutation-key-context.js";
 import { DEFAULT_LOOKUP_MAX_RUNNING_MS, type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
@@ -191,11 +192,14 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   const name = storageKey ?? defaultStorageName(path);
   // The in-memory fallback lives in a ref: React may drop a memoized store, and the key must not go with it.
   const memory = useRef<Action | undefined>(undefined);
+  /** Whether this form holds its storage name (no other mounted form keeps its action under it). */
+  const holdsName = useRef(true);
   const store = useMemo(() => {
     const chosen = chosenStorage(storage);
     // sessionStorage is copied into a tab the browser duplicates: its actions are stamped with their tab.
     const copiedWithTabs = chosen !== undefined && chosen === defaultStorage();
-    return actionStore(chosen, name, memory, copiedWithTabs ? knownTab : undefined);
+    const own = chosen && storageWhileHeld(chosen, () => holdsName.current);
+    return actionStore(own, name, memory, copiedWithTabs ? knownTab : undefined);
   }, [storage, name]);
 
   const [key, setKey] = useState<string | undefined>(undefined);
@@ -256,10 +260,16 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     [path, store],
   );
 
-  // Before the read below: a form refused its name never takes another form's action for its own.
+  // Before the read below: a form whose name another form holds never takes that form's action for its own.
   useEffect(() => {
     const chosen = chosenStorage(storage);
-    return chosen && holdStorageName(chosen, name, path);
+    if (!chosen) return undefined;
+    const { held, release } = holdStorageName(chosen, name, path);
+    holdsName.current = held;
+    return () => {
+      release();
+      holdsName.current = true;
+    };
   }, [storage, name, path]);
 
   // Read after mount, not during render: the server renders without storage, and the markup must match. Once the

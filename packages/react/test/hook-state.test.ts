@@ -540,10 +540,31 @@ describe("the outcome lookup", () => {
 });
 
 describe("two forms on one procedure", () => {
-  it("mounted at once with the same storage are refused loudly, naming the fix: each would take the other's action", async () => {
-    render();
-    await settle();
-    expect(() => render()).toThrow(/placeOrder.*storageKey/s);
+  it("mounted at once with one storage name: the second keeps its action in memory, says why, and neither takes the other's after a reload", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const lookup = async ({ key }: { key: string }) =>
+        ({ state: "completed", data: { orderId: key === sent[0]?.key ? 1 : 2 } }) as const;
+      const page = [render(), render()];
+      await settle();
+      expect(warn).toHaveBeenCalledWith(expect.stringMatching(/placeOrder.*storageKey/s));
+      act(() => page[0]?.result.current.mutate(tea));
+      act(() => page[1]?.result.current.mutate(mugs));
+      await settle();
+      sent[0]?.answer(200, placed(1));
+      sent[1]?.answer(200, placed(2));
+      await settle();
+      for (const form of page) form.unmount();
+
+      const reloaded = [render({ lookup }), render({ lookup })];
+      await settle();
+      expect(reloaded.map((form) => [form.result.current.key, form.result.current.data])).toEqual([
+        [sent[0]?.key, { orderId: 1 }],
+        [undefined, undefined],
+      ]);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it("each with its own storageKey keep their own actions: after a reload, each shows its own order", async () => {

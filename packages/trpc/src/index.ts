@@ -5,6 +5,11 @@ export type { IdempotencyHttp } from "./http.js";
 export { httpFromContext, withIdempotencyKey } from "./http.js";
 export type { IdempotencyContext, IdempotencyOptions } from "./middleware.js";
 export { idempotency } from "./middleware.js";
-export type { OutcomeLookupInput, OutcomeLookupOptions, OutcomeScope } from "./outcome-lookup.js";
+export type {
+  OutcomeLookupInput,
+  OutcomeLookupOptions,
+  OutcomeLookupSettings,
+  OutcomeScope,
+} from "./outcome-lookup.js";
 export { outcomeLookup, outcomeLookupInput } from "./outcome-lookup.js";
 export type { IdempotencyTransformer } from "./stored-body.js";

@@ -24,22 +24,31 @@ export interface OutcomeLookupInput {
 /** Who owns a procedure's records, from the context: the `scope` function of that procedure's middleware. */
 export type OutcomeScope<TCtx> = (opts: { ctx: TCtx }) => string | Promise<string>;
 
-export interface OutcomeLookupOptions<TCtx> {
+/**
+ * The lookup's options. `procedures` lists the procedures whose outcomes may be looked up, by path, each read under
+ * the scope its own middleware uses, so that a caller only ever reads records of its own scope for that procedure:
+ * a list of paths shares `scope` (`procedures: ["checkout.placeOrder"], scope`); a record names a procedure's own
+ * scope where it differs (`{ "checkout.placeOrder": {}, "admin.refund": { scope: byOrganisation } }`, where `{}`
+ * takes `scope`). A path not listed is refused with 404 NOT_FOUND: its records may be scoped another way.
+ */
+export type OutcomeLookupOptions<TCtx> = OutcomeLookupSettings &
+  (
+    | {
+        procedures: readonly string[];
+        /** The `scope` function the listed procedures' middleware uses. */
+        scope: OutcomeScope<TCtx>;
+      }
+    | {
+        procedures: Readonly<Record<string, { scope?: OutcomeScope<TCtx> }>>;
+        /** The scope of the listed procedures that name none of their own (then required). */
+        scope?: OutcomeScope<TCtx>;
+      }
+  );
+
+/** What the lookup shares with the middleware besides scopes. */
+export interface OutcomeLookupSettings {
   /** The store the `idempotency` middleware uses. */
   store: IdempotencyStore<unknown>;
-  /**
-   * The procedures whose outcomes may be looked up, by path, each read under the scope its own middleware uses, so
-   * that a caller only ever reads records of its own scope for that procedure. A list of paths shares `scope`
-   * (`["checkout.placeOrder"]`); a record names a procedure's own scope where it differs
-   * (`{ "checkout.placeOrder": {}, "admin.refund": { scope: byOrganisation } }`, where `{}` takes `scope`). A path
-   * not listed is refused with 404 NOT_FOUND: its records may be scoped another way. Required.
-   */
-  procedures: readonly string[] | Readonly<Record<string, { scope?: OutcomeScope<TCtx> }>>;
-  /**
-   * The scope of the listed procedures that name none of their own: the `scope` function their middleware uses.
-   * Required unless every procedure names its own.
-   */
-  scope?: OutcomeScope<TCtx>;
   /** The middleware's `transformer`, so a completed result reads back with its types. */
   transformer?: IdempotencyTransformer;
   /** The clock, in ms since the epoch, to tell expired records; for tests that move time. */
