@@ -1,55 +1,56 @@
 /**
- * `guardedSocket()`: the sockets a postgres.js pool connects through, so that a connection the database ends
+ * `guardedConnections()`: the sockets a postgres.js pool connects through, so that a connection the database ends
  * (a crash, a restart, `pg_terminate_backend`, a proxy dropping it) is ended cleanly, without the defects postgres.js
- * 3.4.9 shows there (porsager/postgres#1154, #1208). Measured by `npm run chaos` and
- * `packages/drizzle/test/postgres-js-socket.test.ts`, each reproduced without the guard:
+ * 3.4.9 shows there (porsager/postgres#1154, #1208), each reproduced without the guard in
+ * `packages/drizzle/test/postgres-js.test.ts` and measured by `npm run chaos`:
  * - the session's last error (`57P01 terminating connection`) stays with the connection and fails the first
  *   statement sent after it reconnects, so requests fail after the database is back;
- * - a statement sent on a connection that closed under a transaction throws an uncaught `TypeError: Cannot read
- *   properties of null (reading 'write')`, which takes a plain Node server down;
+ * - a statement sent on a connection that closed under a transaction (its ROLLBACK) throws an uncaught
+ *   `TypeError: Cannot read properties of null (reading 'write')`, which takes a plain Node server down;
  * - a write postgres.js had scheduled when the socket closed leaves it a stale write buffer, so every reconnection
  *   after it waits out `connect_timeout` (about ten of them, until enough bytes pile up to be flushed).
  *
- * The guard sits between postgres.js and the real socket and reads the protocol as it passes. Once the server has
- * ended the session, the guard answers in its place, the way a server refusing everything would: each request
- * postgres.js has in flight, and each it sends after, gets an error (the one that ended the session, which is not
- * handed on as a session error) and a ReadyForQuery, so postgres.js fails it and moves on as usual, a transaction's
- * ROLLBACK or COMMIT included. postgres.js is told the socket closed only once nothing is owed, no transaction is
- * left open on it, and two turns of the event loop passed without a write: it can no longer have a write scheduled
- * there. A transaction whose code never comes back to end it is given `transactionGraceMs`.
+ * The guard sits between postgres.js and the real socket and reads the protocol as it passes. Once the session is
+ * over, postgres.js is told so the way it handles best, and told the socket closed only once it can no longer write
+ * to it (nothing it sent is unanswered, no transaction or cursor is open there, and two turns of the event loop went
+ * by without a write, so nothing it scheduled is still to come):
+ * - outside a transaction, the socket reports an error (the server's, or the socket's own), which fails what is in
+ *   flight; statements still queued in the pool wait for the reconnection, as they would for a slow connection;
+ * - inside one, the guard answers each statement as a server refusing it would (its error, and a ReadyForQuery that
+ *   says the transaction failed), so the transaction's code fails and postgres.js goes on to its ROLLBACK or COMMIT,
+ *   which the socket then fails with the error. A transaction whose code does not come back keeps its connection,
+ *   as it would with the database up.
  *
  *   const client = postgres(url, guardedConnections({ max: 10, ssl: "require" }));
  *
  * TLS is the guard's to set up (postgres.js would otherwise run TLS above it, where it reads nothing), so
  * `guardedConnections` moves `ssl` to it; leave `sslmode` out of the URL. Only the first host of a multi-host URL is
- * used.
+ * used. Not covered: a connection held with `sql.reserve()` outside a transaction, which the guard cannot tell from
+ * an idle one; its next statement after the database ended it meets postgres.js's own handling.
  */
 import { EventEmitter } from "node:events";
 import { connect as connectTcp, isIP, type Socket } from "node:net";
 import { type ConnectionOptions, connect as connectTls } from "node:tls";
 import postgres from "postgres";
 import {
+  ClientStreamReader,
   endsSession,
   endsTransaction,
   errorFields,
   errorResponse,
   leadingStrings,
-  MessageSplitter,
   readyForQuery,
+  type ServerMessages,
+  ServerStreamReader,
 } from "./wire.js";
 
 export interface GuardedSocketOptions {
   /**
-   * TLS, with the values postgres.js's `ssl` takes: `"require"`, `"prefer"` or `"allow"` (encrypted, certificate not
-   * checked; `prefer` and `allow` fall back to plain when the server has no TLS), `"verify-full"` or `true` (the
-   * certificate checked against the host), or Node's TLS options. Default: none.
+   * TLS, with the values postgres.js's `ssl` takes: `"require"` or `"prefer"` (encrypted, the certificate not checked;
+   * `prefer` falls back to plain when the server has no TLS), `"verify-full"` or `true` (the certificate checked
+   * against the host), or Node's TLS options. Default: none.
    */
   ssl?: boolean | "require" | "prefer" | "allow" | "verify-full" | ConnectionOptions;
-  /**
-   * How long a connection that the database ended mid-transaction waits for that transaction's code to send its
-   * ROLLBACK before postgres.js is told it closed anyway, in ms. Default 10 s.
-   */
-  transactionGraceMs?: number;
 }
 
 /**
@@ -57,13 +58,10 @@ export interface GuardedSocketOptions {
  * `ssl` moves to the guard, which sets TLS up below itself; everything else is handed to postgres.js as it is.
  */
 export function guardedConnections<TOptions extends postgres.Options<Record<string, postgres.PostgresType>>>(
-  options: TOptions & Pick<GuardedSocketOptions, "transactionGraceMs"> = {} as TOptions,
+  options: TOptions = {} as TOptions,
 ): TOptions {
-  const { ssl, transactionGraceMs, ...rest } = options;
-  const socket = guardedSocket({
-    ...(ssl !== undefined && { ssl: ssl as NonNullable<GuardedSocketOptions["ssl"]> }),
-    ...(transactionGraceMs !== undefined && { transactionGraceMs }),
-  });
+  const { ssl, ...rest } = options;
+  const socket = guardedSocket(ssl !== undefined ? { ssl: ssl as NonNullable<GuardedSocketOptions["ssl"]> } : {});
   // postgres.js takes `socket` (a documented option its types leave out).
   return { ...rest, socket } as unknown as TOptions;
 }
@@ -77,15 +75,19 @@ interface ConnectingTo {
 }
 
 /** A socket factory for postgres.js's `socket` option: what `guardedConnections` sets. */
-export function guardedSocket({ ssl, transactionGraceMs = 10_000 }: GuardedSocketOptions = {}) {
+export function guardedSocket({ ssl }: GuardedSocketOptions = {}) {
   return function connectGuarded(options: ConnectingTo): GuardedSocket {
     if (options.ssl) {
-      throw new TypeError(
-        "guardedSocket: postgres.js was given ssl (here, or as sslmode in the URL); give it to guardedConnections " +
-          "(or guardedSocket) instead, which sets TLS up below the guard.",
+      // Failed through the socket, not thrown: postgres.js would leave a connection whose factory threw connecting.
+      return GuardedSocket.failed(
+        options,
+        new TypeError(
+          "guardedConnections: postgres.js was given ssl (here, or as sslmode in the URL); give it to " +
+            "guardedConnections instead, which sets TLS up below the guard, and leave sslmode out of the URL.",
+        ),
       );
     }
-    return new GuardedSocket(options, ssl, transactionGraceMs);
+    return new GuardedSocket(options, ssl);
   };
 }
 
@@ -93,57 +95,67 @@ const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 4, 210, 22, 47]);
 const CHAR = (letter: string) => letter.charCodeAt(0);
 /**
  * The last message of a server's answer to a batch that ends with a Flush: a statement described (RowDescription,
- * NoData), a portal run or suspended (CommandComplete, PortalSuspended), or an error that leaves the session open.
- * What comes before them (ParseComplete, ParameterDescription, rows) leaves the batch waiting.
+ * NoData), a portal run or suspended (CommandComplete, PortalSuspended). What comes before them (ParseComplete,
+ * ParameterDescription, rows) leaves the batch waiting.
  */
 const ANSWERS_FLUSH = new Set([CHAR("T"), CHAR("n"), CHAR("C"), CHAR("s")]);
+/** What the guard reads of what postgres.js sends: Parse, Bind, Flush, Sync and simple Query. */
+const WATCHED_SENT = new Set([CHAR("P"), CHAR("B"), CHAR("H"), CHAR("S"), CHAR("Q")]);
+
+/** Why a session ended: the server said so (a FATAL error), or the socket failed or closed. */
+type Ending = { fields: Record<string, string> } | { error: Error } | { closed: true };
 
 /** The socket postgres.js sees: the real one below, and the protocol read on the way through. */
 export class GuardedSocket extends EventEmitter {
   readonly host: string;
   readonly port: number;
-  readonly #tcp: Socket;
+  readonly #tcp: Socket | undefined;
   #below: Socket | undefined;
   /** postgres.js's writes before the socket below is ready (TLS being set up). */
   #queued: Array<[Buffer, ((error?: Error | null) => void) | undefined]> = [];
   #state: "open" | "ending" | "closed" = "open";
-  /** The server's error that ended the session, as the fields of an ErrorResponse. */
-  #endedWith: Record<string, string> | undefined;
-  /** Whether the socket below failed (rather than closed, or the session ended with an error): postgres.js backs off. */
-  #socketFailed = false;
-  readonly #fromServer = new MessageSplitter();
-  readonly #toServer = new MessageSplitter({ untypedFirst: true });
-  #firstSent = false;
-  /** Whether the session got past its startup (a first ReadyForQuery): only then can the guard answer for it. */
+  #ending: Ending | undefined;
+  readonly #fromServer = new ServerStreamReader(this.#serverMessages());
+  readonly #toServer = new ClientStreamReader(WATCHED_SENT, (type, message) => this.#sent(type, message));
+  /** Whether the session got past its startup (a first ReadyForQuery). */
   #started = false;
   /** For each request awaiting its ReadyForQuery (a Sync, a simple Query): whether it ends a transaction. */
   readonly #awaiting: boolean[] = [];
   /** The statements sent since the last Sync end a transaction. */
   #batchEnds = false;
-  /** A Flush went out and nothing came back for it yet (postgres.js describing a statement before it binds it). */
+  /** The last batch sent ends with a Flush, and nothing came back for it yet (a describe, or a cursor's rows). */
   #flushAwaiting = false;
-  /** This batch was already answered with an error (its Flush was), so its Sync needs only the ReadyForQuery. */
+  /** A cursor's portal is suspended between two fetches: its code will send more before it ends. */
+  #portalOpen = false;
+  /** The last batch was refused already (its Flush was), so its Sync is owed a ReadyForQuery alone. */
   #batchRefused = false;
   #inTransaction = false;
-  /** Prepared statements by name, and whether each ends a transaction (postgres.js prepares COMMIT once). */
-  readonly #statementEnds = new Map<string, boolean>();
+  /**
+   * The names of the prepared statements that end a transaction (postgres.js prepares COMMIT once per connection and
+   * binds it by name after), as the bytes a Bind carries them in, to be found without decoding every Bind.
+   */
+  readonly #endingStatements: Buffer[] = [];
+  /** Whether the unnamed statement last parsed (what a connection without prepared statements binds) ends one. */
+  #unnamedEnds = false;
   /** Moves on with every write once the session is over, so that a wait for quiet that saw none can tell. */
   #writes = 0;
   #answering = false;
-  #graceTimer: ReturnType<typeof setTimeout> | undefined;
-  readonly #transactionGraceMs: number;
 
-  constructor(options: ConnectingTo, ssl: GuardedSocketOptions["ssl"], transactionGraceMs: number) {
+  /** A socket that fails at once with `error`, for options the guard cannot connect with. */
+  static failed(options: ConnectingTo, error: Error): GuardedSocket {
+    const socket = new GuardedSocket(options, undefined, false);
+    queueMicrotask(() => socket.#end({ error }));
+    return socket;
+  }
+
+  constructor(options: ConnectingTo, ssl: GuardedSocketOptions["ssl"], connect = true) {
     super();
     this.host = options.host[0] ?? "localhost";
     this.port = options.port[0] ?? 5432;
-    this.#transactionGraceMs = transactionGraceMs;
+    if (!connect) return;
     this.#tcp = options.path ? connectTcp(options.path) : connectTcp(this.port, this.host);
-    this.#tcp.on("error", (error) => {
-      this.#socketFailed = this.#state === "open";
-      this.#end(lostWith(error));
-    });
-    this.#tcp.on("close", () => this.#end(lostWith(new Error("the server closed the connection"))));
+    this.#tcp.on("error", (error) => this.#end({ error }));
+    this.#tcp.on("close", () => this.#end({ closed: true }));
     if (ssl) this.#startTls(ssl);
     else this.#ready(this.#tcp);
   }
@@ -154,7 +166,7 @@ export class GuardedSocket extends EventEmitter {
 
   write(chunk: Buffer | Uint8Array, callback?: (error?: Error | null) => void): boolean {
     const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    this.#watchSent(bytes);
+    this.#toServer.read(bytes);
     if (this.#state !== "open") {
       // Nothing reaches a session that is over: the guard answers what was just sent, on the next turn.
       this.#writes++;
@@ -170,45 +182,48 @@ export class GuardedSocket extends EventEmitter {
   }
 
   end(data?: Buffer | Uint8Array): this {
-    if (this.#state !== "open") return this;
     const below = this.#below ?? this.#tcp;
+    if (this.#state !== "open" || !below) return this;
     if (data) below.end(data);
     else below.end();
     return this;
   }
 
   destroy(): this {
-    this.#end(lostWith(new Error("the client ended the connection")));
+    this.#end({ closed: true });
     return this;
   }
 
   setKeepAlive(enable?: boolean, initialDelay?: number): this {
-    this.#tcp.setKeepAlive(enable, initialDelay);
+    this.#tcp?.setKeepAlive(enable, initialDelay);
     return this;
   }
 
   pause(): this {
-    (this.#below ?? this.#tcp).pause();
+    (this.#below ?? this.#tcp)?.pause();
     return this;
   }
 
   resume(): this {
-    (this.#below ?? this.#tcp).resume();
+    (this.#below ?? this.#tcp)?.resume();
     return this;
   }
 
   #startTls(ssl: NonNullable<GuardedSocketOptions["ssl"]>): void {
-    this.#tcp.once("connect", () => this.#tcp.write(SSL_REQUEST));
-    this.#tcp.once("data", (answer: Buffer) => {
+    const tcp = this.#tcp as Socket;
+    tcp.once("connect", () => tcp.write(SSL_REQUEST));
+    tcp.once("data", (answer: Buffer) => {
       if (answer[0] !== CHAR("S")) {
-        if (ssl === "prefer" || ssl === "allow") return this.#ready(this.#tcp);
-        return this.#end(lostWith(new Error("guardedSocket: the server does not accept TLS, and ssl requires it.")));
+        if (ssl === "prefer") return this.#ready(tcp);
+        return this.#end({
+          error: new Error("guardedConnections: the server does not accept TLS, and ssl requires it."),
+        });
       }
       const verify = ssl === true || ssl === "verify-full";
       const options = typeof ssl === "object" ? ssl : { rejectUnauthorized: verify };
       const servername = isIP(this.host) ? undefined : this.host;
-      const secured = connectTls({ socket: this.#tcp, ...(servername && { servername }), ...options });
-      secured.on("error", (error) => this.#end(lostWith(error)));
+      const secured = connectTls({ socket: tcp, ...(servername && { servername }), ...options });
+      secured.on("error", (error) => this.#end({ error }));
       secured.once("secureConnect", () => this.#ready(secured));
     });
   }
@@ -222,67 +237,78 @@ export class GuardedSocket extends EventEmitter {
   }
 
   /** Follows what postgres.js sends: the requests owed an answer, and the statements that end a transaction. */
-  #watchSent(bytes: Buffer): void {
-    for (const message of this.#toServer.push(bytes).messages) {
-      if (!this.#firstSent) {
-        this.#firstSent = true;
-        continue;
+  #sent(type: number, message: Buffer): void {
+    if (type === CHAR("P")) {
+      const [name = "", text = ""] = leadingStrings(message, 2);
+      const ends = endsTransaction(text);
+      // A statement described before it is bound (postgres.js's first use of it) ends the transaction as it is sent.
+      if (ends) this.#batchEnds = true;
+      if (name === "") this.#unnamedEnds = ends;
+      else if (ends) this.#endingStatements.push(Buffer.from(`${name}\0`));
+    } else if (type === CHAR("B")) {
+      if (bindsUnnamed(message) ? this.#unnamedEnds : bindsOneOf(message, this.#endingStatements)) {
+        this.#batchEnds = true;
       }
-      const type = message[0];
-      if (type === CHAR("P")) {
-        const [name = "", text = ""] = leadingStrings(message, 2);
-        this.#statementEnds.set(name, endsTransaction(text));
-      } else if (type === CHAR("B")) {
-        if (this.#statementEnds.get(leadingStrings(message, 2)[1] ?? "")) this.#batchEnds = true;
-      } else if (type === CHAR("H")) {
-        this.#flushAwaiting = true;
-      } else if (type === CHAR("S") || type === CHAR("Q")) {
-        const ends = this.#batchEnds || (type === CHAR("Q") && endsTransaction(leadingStrings(message, 1)[0] ?? ""));
-        this.#awaiting.push(ends);
-        this.#batchEnds = false;
-        this.#flushAwaiting = false;
-      }
+    } else if (type === CHAR("H")) {
+      this.#flushAwaiting = true;
+    } else {
+      const ends = this.#batchEnds || (type === CHAR("Q") && endsTransaction(leadingStrings(message, 1)[0] ?? ""));
+      this.#awaiting.push(ends);
+      this.#batchEnds = false;
+      this.#flushAwaiting = false;
+      this.#portalOpen = false;
     }
   }
 
   /** Hands on what the server sent, up to an error that ends the session, which ends the socket instead. */
   #received(chunk: Buffer): void {
     if (this.#state !== "open") return;
-    const { messages, bytes } = this.#fromServer.push(chunk);
-    for (const message of messages) {
-      const type = message[0];
-      if (type === CHAR("Z")) {
-        this.#started = true;
-        this.#awaiting.shift();
-        this.#inTransaction = message[5] !== CHAR("I");
-      } else if (type === CHAR("E")) {
-        const fields = errorFields(message);
-        if (!endsSession(fields)) {
-          this.#flushAwaiting = false;
-          continue;
-        }
-        const before = bytes.subarray(0, message.byteOffset - bytes.byteOffset);
-        if (before.length > 0) this.emit("data", before);
-        this.#end(fields);
-        return;
-      } else if (type !== undefined && ANSWERS_FLUSH.has(type)) {
-        this.#flushAwaiting = false;
-      }
-    }
-    if (bytes.length > 0) this.emit("data", bytes);
+    for (const piece of this.#fromServer.read(chunk)) this.emit("data", piece);
   }
 
-  /** The session is over: answer in its place what is owed, and tell postgres.js once it can no longer write. */
-  #end(fields: Record<string, string>): void {
+  /** What the guard follows of the server's messages as they pass. */
+  #serverMessages(): ServerMessages {
+    return {
+      started: (type) => {
+        // Only an answer to the last batch, the one a Flush ended: earlier ones are still owed their ReadyForQuery.
+        if (this.#awaiting.length === 0 && ANSWERS_FLUSH.has(type)) {
+          this.#flushAwaiting = false;
+          if (type === CHAR("s")) this.#portalOpen = true;
+        }
+      },
+      ready: (status) => {
+        this.#started = true;
+        this.#awaiting.shift();
+        this.#inTransaction = status !== CHAR("I");
+      },
+      error: (message) => {
+        const fields = errorFields(message);
+        if (!endsSession(fields)) {
+          if (this.#awaiting.length === 0) this.#flushAwaiting = false;
+          return true;
+        }
+        // What came before the error is still handed on (by #received), before anything of the guard's.
+        this.#end({ fields });
+        return false;
+      },
+    };
+  }
+
+  /** The session is over: tell postgres.js in the way it handles, and that the socket closed once it is done. */
+  #end(ending: Ending): void {
     if (this.#state !== "open") return;
     this.#state = "ending";
-    this.#endedWith = fields;
-    this.#tcp.destroy();
+    this.#ending = ending;
+    this.#tcp?.destroy();
     this.#below?.destroy();
+    // What postgres.js has of a message the socket broke off in the middle of is finished first, so that what it
+    // reads next starts a message.
+    const rest = this.#fromServer.finishMessage();
+    if (rest.length > 0) this.emit("data", rest);
     this.#answerLater();
   }
 
-  /** On the next turn (never inside postgres.js's own call): the answers owed, then a close once nothing is. */
+  /** On the next turn (never inside postgres.js's own call): what is owed, then a close once nothing is. */
   #answerLater(): void {
     if (this.#answering) return;
     this.#answering = true;
@@ -293,59 +319,101 @@ export class GuardedSocket extends EventEmitter {
     });
   }
 
+  /**
+   * Inside a transaction, each statement is refused as the server would refuse it (its error, and a ReadyForQuery
+   * saying the transaction failed), up to the one that ends it; so is a cursor's next fetch. Anything else owed fails
+   * with the socket's error: postgres.js's own path for a failed socket, which fails what is in flight and hands the
+   * connection nothing more (a ReadyForQuery outside a transaction would hand it the pool's queue).
+   */
   #answerOwed(): void {
-    const refusal = errorResponse(this.#endedWith ?? {});
+    const ending = this.#ending as Ending;
     if (!this.#started) {
-      // A session that never started is ended as postgres.js ends a failed connection: an error, then the close.
       this.#awaiting.length = 0;
-      if (this.listenerCount("error") > 0) this.emit("error", new postgres.PostgresError(this.#endedWith as never));
+      if (!("closed" in ending)) this.#fail(ending);
       return;
     }
+    const refusal = errorResponse("fields" in ending ? ending.fields : lostFields(ending));
     const answers: Buffer[] = [];
-    if (this.#flushAwaiting) {
-      answers.push(refusal);
-      this.#flushAwaiting = false;
-      this.#batchRefused = true;
-    }
-    for (const ends of this.#awaiting.splice(0)) {
+    let failTheRest = false;
+    while (this.#awaiting.length > 0) {
+      const ends = this.#awaiting.shift();
+      if (!this.#inTransaction || ends) {
+        failTheRest = true;
+        break;
+      }
       if (!this.#batchRefused) answers.push(refusal);
       this.#batchRefused = false;
-      if (ends) this.#inTransaction = false;
-      answers.push(readyForQuery(this.#inTransaction ? "E" : "I"));
+      answers.push(readyForQuery("E"));
+    }
+    if (!failTheRest && this.#flushAwaiting) {
+      if (!this.#inTransaction || this.#batchEnds) failTheRest = true;
+      else {
+        // The last batch awaits what a Flush asks for (a description, a cursor's rows): refused, postgres.js sends
+        // its Sync, which is answered as above without a second error. Never outside a transaction: there no
+        // ReadyForQuery would follow to clear the error, and postgres.js would fail its next session with it.
+        answers.push(refusal);
+        this.#flushAwaiting = false;
+        this.#batchRefused = true;
+      }
     }
     if (answers.length > 0) this.emit("data", Buffer.concat(answers));
+    if (!failTheRest) return;
+    this.#awaiting.length = 0;
+    this.#inTransaction = false;
+    this.#portalOpen = false;
+    this.#flushAwaiting = false;
+    this.#batchRefused = false;
+    this.#batchEnds = false;
+    this.#fail(ending);
+  }
+
+  /** postgres.js's own path for a failed socket: what is in flight fails, and no more is sent on it. */
+  #fail(ending: Ending): void {
+    const error =
+      "fields" in ending
+        ? new postgres.PostgresError(ending.fields as never)
+        : "error" in ending
+          ? ending.error
+          : Object.assign(new Error(`write CONNECTION_CLOSED ${this.host}:${this.port}`), {
+              code: "CONNECTION_CLOSED",
+            });
+    if (this.listenerCount("error") > 0) this.emit("error", error);
   }
 
   /**
-   * Tells postgres.js the socket closed once nothing is owed, no transaction is open on it, and two turns passed
-   * without a write: a write it scheduled before, or in answer to what the guard just answered, has come by then.
+   * Tells postgres.js the socket closed once nothing is owed, no transaction or cursor is open on it, and two turns
+   * passed without a write: a write it scheduled before, or in answer to what the guard just answered, has come.
    */
   #closeWhenQuiet(): void {
     if (this.#state === "closed" || this.#awaiting.length > 0 || this.#flushAwaiting) return;
-    if (this.#inTransaction) {
-      this.#graceTimer ??= setTimeout(() => {
-        this.#inTransaction = false;
-        this.#closeWhenQuiet();
-      }, this.#transactionGraceMs).unref();
-      return;
-    }
-    clearTimeout(this.#graceTimer);
+    if (this.#inTransaction || this.#portalOpen) return;
     const writes = this.#writes;
     setImmediate(() =>
       setImmediate(() => {
         if (writes !== this.#writes || this.#state === "closed") return;
         this.#state = "closed";
-        this.emit("close", this.#socketFailed);
+        this.emit("close", this.#ending !== undefined && "error" in this.#ending);
       }),
     );
   }
 }
 
-/** An ErrorResponse's fields for a connection lost without a word from the server (class 08). */
-function lostWith(error: Error): Record<string, string> {
-  return {
-    severity: "FATAL",
-    code: "08006",
-    message: `the connection to the database was lost: ${error.message}`,
-  };
+/** Where a Bind message's statement name starts: after its portal's name. */
+const statementNameAt = (bind: Buffer) => bind.indexOf(0, 5) + 1;
+
+/** Whether a Bind message binds the unnamed statement. */
+function bindsUnnamed(bind: Buffer): boolean {
+  return bind[statementNameAt(bind)] === 0;
+}
+
+/** Whether a Bind message binds one of `names` (each with its terminating zero byte). */
+function bindsOneOf(bind: Buffer, names: Buffer[]): boolean {
+  const start = statementNameAt(bind);
+  return names.some((name) => bind.compare(name, 0, name.length, start, start + name.length) === 0);
+}
+
+/** An ErrorResponse's fields for a session that ended without a word from the server (class 08). */
+function lostFields(ending: { error: Error } | { closed: true }): Record<string, string> {
+  const reason = "error" in ending ? ending.error.message : "the server closed the connection";
+  return { severity: "ERROR", code: "08006", message: `the connection to the database was lost: ${reason}` };
 }

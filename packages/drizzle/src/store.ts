@@ -54,7 +54,6 @@ import {
   sqlStateOf,
 } from "./statements.js";
 import { transactionOf } from "./transaction.js";
-import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
 
 /** The transaction type that `db.transaction` hands its callback: what the procedure writes with. */
 export type TransactionOf<TDb extends AnyPgDatabase> = Parameters<Parameters<TDb["transaction"]>[0]>[0];
@@ -175,16 +174,8 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       let claimed: ClaimRequest | undefined;
       let completing: { response: StoredResponse; expiresAt: number; done: Promise<boolean> } | undefined;
       let finished: { value: Awaited<ReturnType<typeof work>> } | undefined;
-      let txFence: TransactionFence | undefined;
       try {
-        const result = await transactionOf(db, async (tx) => {
-          txFence = fenceTransaction(tx, db._.session);
-          try {
-            return await transact(tx);
-          } finally {
-            txFence.closing();
-          }
-        }).finally(() => txFence?.close());
+        const result = await transactionOf(db, transact);
         if (completing && !(await completing.done)) {
           throw new Error("The claimed record vanished inside its own transaction.");
         }
@@ -265,8 +256,9 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     }
   }
 
-  // Every call below is safe to send again on another connection when its own was lost under it: a claim sent
-  // twice finds its own record, and the writes act only under the caller's fence.
+  // Every call below is safe to send again on another connection when its own was lost under it: the writes act
+  // only under the caller's fence, and a claim sent again after its first went through finds that record held (409
+  // until its lease ends, as when no claim is sent again).
   return {
     atomic,
     claim: (request) => againIfConnectionLost(() => claimWith(db, request)),

@@ -10,22 +10,23 @@
  *
  * So a callback whose transaction the driver already gave up never settles: nothing is sent on the dead connection,
  * and the callback's closures are collected with it, as nothing waits for them any more. On the other drivers the
- * transaction's promise never settles before its callback, so this changes nothing there.
+ * transaction's promise never settles before its callback, so this changes nothing there. Statements the callback
+ * sends after that are refused by the fence: postgres.js would run them on the reconnected connection, outside any
+ * transaction, and commit them one by one.
  */
 import { type AnyPgDatabase, againIfConnectionLost } from "./statements.js";
 import type { TransactionOf } from "./store.js";
+import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
 
 /** The next turn of the event loop: right after I/O callbacks on Node, else the next task. */
 const nextTurn: (callback: () => void) => void =
   typeof setImmediate === "function" ? (callback) => setImmediate(callback) : (callback) => setTimeout(callback, 0);
 
-/** What the callback is left with once its transaction was given up: nothing that ever settles. */
-const GIVEN_UP = new Promise<never>(() => {});
-
 /**
- * Runs `work` in a transaction of `db`, never letting the driver write on a connection that died under it. A
- * transaction whose connection was lost before `work` began is begun again (see `againIfConnectionLost`): after a
- * restart, postgres.js fails the first statement on each reconnected connection with the error that ended it.
+ * Runs `work` in a transaction of `db`: its statements fenced in (none goes through once the transaction is over,
+ * see `transaction-fence.ts`), and the driver never left to write on a connection that died under it. A transaction
+ * whose connection was lost before `work` began is begun again (see `againIfConnectionLost`): after a restart,
+ * postgres.js fails the first statement on each reconnected connection with the error that ended it.
  */
 export function transactionOf<TDb extends AnyPgDatabase, T>(
   db: TDb,
@@ -51,20 +52,34 @@ class Begun {
 
 function attempt<TDb extends AnyPgDatabase, T>(db: TDb, work: (tx: TransactionOf<TDb>) => Promise<T>): Promise<T> {
   let givenUp = false;
+  let fence: TransactionFence | undefined;
   const transaction = db.transaction(async (tx) => {
+    const own = fenceTransaction(tx, db._.session);
+    fence = own;
+    let value: T;
     try {
-      const value = await work(tx as TransactionOf<TDb>);
-      return givenUp ? GIVEN_UP : value;
+      value = await work(tx as TransactionOf<TDb>);
     } catch (error) {
+      own.closing();
       // A statement that failed because the connection closed may be seen here before the driver's own rejection of
       // the transaction: both were set off by the same event, so once the event loop moves on the driver has spoken.
       await new Promise<void>((resolve) => nextTurn(resolve));
-      if (givenUp) return GIVEN_UP;
+      if (givenUp) return givenUpForGood<T>();
       throw error;
     }
+    own.closing();
+    return givenUp ? givenUpForGood<T>() : value;
   }) as Promise<T>;
   transaction.catch(() => {
     givenUp = true;
   });
-  return transaction;
+  return transaction.finally(() => fence?.close());
+}
+
+/**
+ * What the callback is left with once its transaction was given up: a promise that never settles, and that nothing
+ * else holds, so that it is collected with the callback (one shared among them all would keep every one alive).
+ */
+function givenUpForGood<T>(): Promise<T> {
+  return new Promise<T>(() => {});
 }

@@ -4,32 +4,171 @@
  * length that counts itself; the client's first one (a startup or cancel request) has the length alone.
  */
 
-/** Splits a byte stream into whole messages, keeping a partial one for the next chunk. */
-export class MessageSplitter {
+/**
+ * Reads what a client sends, message by message, handing `visit` the messages whose type is in `types` (each as a
+ * view of the bytes, no copy) and skipping the rest. The first message of the stream (startup) has no type and is
+ * skipped. A message that a write leaves unfinished waits for the next (postgres.js writes whole messages).
+ */
+export class ClientStreamReader {
   #pending: Buffer | undefined;
-  #untypedFirst: boolean;
+  #first = true;
 
-  /** `untypedFirst`: the stream's first message has no type byte (what a client sends first). */
-  constructor({ untypedFirst = false } = {}) {
-    this.#untypedFirst = untypedFirst;
-  }
+  constructor(
+    readonly types: ReadonlySet<number>,
+    readonly visit: (type: number, message: Buffer) => void,
+  ) {}
 
-  /** The whole messages `chunk` completes, in order, and the bytes they span (to pass on as they came). */
-  push(chunk: Buffer): { messages: Buffer[]; bytes: Buffer } {
+  read(chunk: Buffer): void {
     const data = this.#pending ? Buffer.concat([this.#pending, chunk]) : chunk;
-    const messages: Buffer[] = [];
     let offset = 0;
     for (;;) {
-      const header = this.#untypedFirst ? 4 : 5;
+      const header = this.#first ? 4 : 5;
       if (data.length - offset < header) break;
       const length = data.readInt32BE(offset + header - 4) + header - 4;
       if (data.length - offset < length) break;
-      messages.push(data.subarray(offset, offset + length));
+      const type = data[offset] as number;
+      if (!this.#first && this.types.has(type)) this.visit(type, data.subarray(offset, offset + length));
+      this.#first = false;
       offset += length;
-      this.#untypedFirst = false;
     }
     this.#pending = offset < data.length ? data.subarray(offset) : undefined;
-    return { messages, bytes: data.subarray(0, offset) };
+  }
+}
+
+/** What a server stream reader reports as it reads. */
+export interface ServerMessages {
+  /** A message of `type` starts. */
+  started(type: number): void;
+  /** A ReadyForQuery's transaction status (`I`, `T` or `E`, as a byte). */
+  ready(status: number): void;
+  /** An ErrorResponse, whole: true passes it on, false ends the stream there (nothing from it on is passed on). */
+  error(message: Buffer): boolean;
+}
+
+const ERROR_RESPONSE = 0x45;
+const READY_FOR_QUERY = 0x5a;
+
+/**
+ * Reads what a server sends as it streams past, in one pass and without copying what it passes on (a result of a
+ * million rows, a value of a hundred megabytes): only message headers are read, and each ErrorResponse is held until
+ * whole, to be passed on or not. `read` returns the pieces of a chunk to pass on, in order.
+ */
+export class ServerStreamReader {
+  #mode: "type" | "length" | "body" | "error" = "type";
+  #type = 0;
+  /** The current message's header (type byte and length) as read so far. */
+  readonly #header = Buffer.alloc(5);
+  #headerFilled = 0;
+  /** Bytes of the current message's body still to pass through. */
+  #bodyLeft = 0;
+  #statusNext = false;
+  /** The ErrorResponse being held, and how much of it has come. */
+  #held = Buffer.alloc(0);
+  #heldFilled = 0;
+  #ended = false;
+
+  constructor(readonly messages: ServerMessages) {}
+
+  read(chunk: Buffer): Buffer[] {
+    const out: Buffer[] = [];
+    let offset = 0;
+    /** Where this chunk's bytes to pass on begin; null inside an ErrorResponse, which is held instead. */
+    let passFrom: number | null = this.#insideError() ? null : 0;
+    while (offset < chunk.length && !this.#ended) {
+      if (this.#mode === "type" && offset + 5 <= chunk.length && chunk[offset] !== ERROR_RESPONSE) {
+        // The common case, read in place: a whole header in this chunk, of a message that passes on.
+        const type = chunk[offset] as number;
+        this.messages.started(type);
+        const end = offset + 1 + chunk.readInt32BE(offset + 1);
+        if (end <= chunk.length) {
+          if (type === READY_FOR_QUERY && end > offset + 5) this.messages.ready(chunk[offset + 5] as number);
+          offset = end;
+          continue;
+        }
+        this.#type = type;
+        this.#statusNext = type === READY_FOR_QUERY;
+        this.#bodyLeft = end - offset - 5;
+        this.#mode = "body";
+        offset += 5;
+      } else if (this.#mode === "type") {
+        this.#type = chunk[offset] as number;
+        this.messages.started(this.#type);
+        if (this.#type === ERROR_RESPONSE && passFrom !== null) {
+          if (offset > passFrom) out.push(chunk.subarray(passFrom, offset));
+          passFrom = null;
+        }
+        this.#header[0] = this.#type;
+        this.#headerFilled = 1;
+        this.#mode = "length";
+        offset++;
+      } else if (this.#mode === "length") {
+        const step = Math.min(5 - this.#headerFilled, chunk.length - offset);
+        chunk.copy(this.#header, this.#headerFilled, offset, offset + step);
+        this.#headerFilled += step;
+        offset += step;
+        if (this.#headerFilled < 5) continue;
+        const bodyLength = this.#header.readInt32BE(1) - 4;
+        if (this.#type === ERROR_RESPONSE) {
+          this.#held = Buffer.alloc(5 + bodyLength);
+          this.#header.copy(this.#held);
+          this.#heldFilled = 5;
+          this.#mode = "error";
+        } else {
+          this.#bodyLeft = bodyLength;
+          this.#statusNext = this.#type === READY_FOR_QUERY;
+          this.#mode = bodyLength > 0 ? "body" : "type";
+        }
+      } else if (this.#mode === "body") {
+        if (this.#statusNext) {
+          this.#statusNext = false;
+          this.messages.ready(chunk[offset] as number);
+        }
+        const step = Math.min(this.#bodyLeft, chunk.length - offset);
+        this.#bodyLeft -= step;
+        offset += step;
+        if (this.#bodyLeft === 0) this.#mode = "type";
+      } else {
+        const step = Math.min(this.#held.length - this.#heldFilled, chunk.length - offset);
+        chunk.copy(this.#held, this.#heldFilled, offset, offset + step);
+        this.#heldFilled += step;
+        offset += step;
+        if (this.#heldFilled < this.#held.length) continue;
+        this.#mode = "type";
+        if (this.messages.error(this.#held)) out.push(this.#held);
+        else this.#ended = true;
+        passFrom = offset;
+      }
+    }
+    if (!this.#ended && passFrom !== null && chunk.length > passFrom) out.push(chunk.subarray(passFrom));
+    return out;
+  }
+
+  /**
+   * The bytes that finish the message the stream stopped in the middle of, as passed on so far (zeros: an empty row,
+   * an empty description), so that a reader of what was passed on is at a message boundary again; empty at one. An
+   * ErrorResponse being held was passed on in no part, and is dropped.
+   */
+  finishMessage(): Buffer {
+    if (this.#mode === "body") {
+      const rest = Buffer.alloc(this.#bodyLeft);
+      this.#mode = "type";
+      this.#bodyLeft = 0;
+      return rest;
+    }
+    if (this.#mode === "length" && this.#type !== ERROR_RESPONSE) {
+      // The length's first bytes went on: the rest make it at least 4 (the length counts itself), then a body.
+      const length = Buffer.alloc(4);
+      this.#header.copy(length, 0, 1, this.#headerFilled);
+      if (length.readInt32BE(0) < 4) length[3] = 4;
+      this.#mode = "type";
+      return Buffer.concat([length.subarray(this.#headerFilled - 1), Buffer.alloc(length.readInt32BE(0) - 4)]);
+    }
+    this.#mode = "type";
+    return Buffer.alloc(0);
+  }
+
+  #insideError(): boolean {
+    return this.#mode === "error" || (this.#mode === "length" && this.#type === ERROR_RESPONSE);
   }
 }
 

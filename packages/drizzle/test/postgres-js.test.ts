@@ -91,9 +91,66 @@ describe("guardedSocket", () => {
     expect(await client`select 1 as one`).toEqual([{ one: 1 }]);
   });
 
+  it("fails only what was in flight when a backend ends: the statements queued behind it run on a new connection", async () => {
+    const client = pool({ guarded: true });
+    const [{ pid }] = (await client`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+    const inFlight = client`select pg_sleep(5)`.catch((error: unknown) => error);
+    const queued = Array.from({ length: 20 }, (_, n) => client`select ${n}::int as n`.catch((error: unknown) => error));
+    await pause(50);
+    await terminate(pid);
+    expect(await inFlight).toMatchObject({ code: "57P01" });
+    // postgres.js sends the first of them right behind the one in flight (it pipelines): that one goes with it.
+    const answers = await Promise.all(queued);
+    const served = answers.filter((answer, n) => JSON.stringify(answer) === JSON.stringify([{ n }]));
+    expect(served.length).toBeGreaterThanOrEqual(19);
+    expect(answers.filter((answer) => !served.includes(answer))).toEqual(
+      answers.length - served.length === 0 ? [] : [expect.objectContaining({ code: "57P01" })],
+    );
+  });
+
+  it("cancels a statement through a connection of its own, with nothing left unhandled", async () => {
+    const client = pool({ guarded: true });
+    const slow = client`select pg_sleep(5)`;
+    const outcome = slow.catch((error: unknown) => error);
+    await pause(50);
+    await slow.cancel();
+    expect(await outcome).toMatchObject({ code: "57014" });
+    expect(await client`select 1 as one`).toEqual([{ one: 1 }]);
+  });
+
+  it("fails statements pipelined in a transaction behind the one in flight, and the next statement runs", async () => {
+    const client = pool({ guarded: true });
+    const closed = client.closed();
+    const transaction = client.begin(async (tx) => {
+      const [{ pid }] = (await tx`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+      const both = Promise.all([tx`select pg_sleep(5)`, tx`select ${2}::int as two`]);
+      await pause(50);
+      await terminate(pid);
+      await both;
+    });
+    await expect(transaction).rejects.toMatchObject({ code: "57P01" });
+    await closed;
+    expect(await client`select 1 as one`).toEqual([{ one: 1 }]);
+  });
+
+  it("waits for a cursor's code to come back before it lets the connection go", async () => {
+    const client = pool({ guarded: true });
+    const [{ pid }] = (await client`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+    const closed = client.closed();
+    let fetches = 0;
+    const cursor = client`select generate_series(1, 100) as n`.cursor(10, async () => {
+      if (++fetches > 1) return;
+      await terminate(pid);
+      await pause(100);
+    });
+    await expect(cursor).rejects.toMatchObject({ code: "57P01" });
+    await closed;
+    expect(await client`select 1 as one`).toEqual([{ one: 1 }]);
+  });
+
   it("passes large results and statements through whole, in transactions and out", async () => {
     const client = pool({ guarded: true });
-    const text = "x".repeat(200_000);
+    const text = "x".repeat(16_000_000);
     const [echo] = await client`select ${text}::text as text`;
     expect(echo?.text).toBe(text);
     const rows = await client.begin((tx) => tx`select generate_series(1, 20000) as n`);
@@ -111,6 +168,7 @@ describe("guardedSocket", () => {
     const inTheUrl = postgres(`${database.url}?sslmode=require`, guardedConnections({ max: 1, connect_timeout: 2 }));
     pools.push(inTheUrl);
     await expect(inTheUrl`select 1`).rejects.toThrow(/give it to guardedConnections/);
+    await expect(inTheUrl`select 2`).rejects.toThrow(/give it to guardedConnections/);
   });
 });
 
@@ -146,13 +204,24 @@ describe("guardedSocket, with a server that ends the session at a given message"
     ["a simple query", "Q", (client: postgres.Sql) => client`select 1`.simple()],
   ])("fails %s when the session ends under it, without waiting", async (_, endAt, send) => {
     const { server, url } = await serverEndingAt(endAt);
-    const client = postgres(url, guardedConnections({ max: 1, fetch_types: false, transactionGraceMs: 60_000 }));
+    const client = postgres(url, guardedConnections({ max: 1, fetch_types: false }));
     pools.push(client);
     try {
       await expect(send(client)).rejects.toMatchObject({ code: "57P01" });
     } finally {
       server.close();
     }
+  });
+});
+
+describe("guardedSocket, when the server cannot be reached", () => {
+  it("fails a statement with the socket's own error", async () => {
+    const closedPort = postgres(
+      "postgres://idemkit@127.0.0.1:1/none",
+      guardedConnections({ max: 1, connect_timeout: 2, backoff: () => 0.01 }),
+    );
+    pools.push(closedPort);
+    await expect(closedPort`select 1`).rejects.toMatchObject({ code: "ECONNREFUSED" });
   });
 });
 
@@ -175,6 +244,21 @@ describe("idemkit's own transactions, on a plain postgres.js pool", () => {
     await expect(call).rejects.toThrow();
     // Nothing was thrown uncaught (vitest would fail the run). The pool's next statements may still meet
     // postgres.js's stale state: that is the guard's to end (above).
+  });
+});
+
+describe("processOnce on a plain postgres.js pool", () => {
+  it("refuses a handler's statement sent after postgres.js gave its transaction up: nothing commits outside it", async () => {
+    const db = drizzle(pool({ guarded: false }));
+    const eventId = globalThis.crypto.randomUUID();
+    await killer`create table if not exists handled (event_id text not null)`;
+    const outcome = processOnce({ db, consumer: "mailer", eventId }, async (tx) => {
+      await terminateBackendOf(tx);
+      await pause(100);
+      await tx.execute(sql`insert into handled (event_id) values (${eventId})`);
+    });
+    await expect(outcome).rejects.toThrow();
+    expect(await killer`select 1 from handled where event_id = ${eventId}`).toEqual([]);
   });
 });
 
