@@ -260,12 +260,24 @@ export function createIdempotencyEngine<Tx>({
     );
   }
 
+  let misconfigurationLogged = false;
+  /** A store that is not set up is an operator's to fix: said once in the log, and answered as it is (a 500). */
+  function misconfigured(error: IdempotencyError): IdempotencyError {
+    if (!misconfigurationLogged) {
+      misconfigurationLogged = true;
+      console.error(`idemkit: ${error.message}`);
+    }
+    return error;
+  }
+
   function storeFailure(
     request: IdempotentRequest,
     error: unknown,
     message = "The idempotency store is unavailable, so the request was not run; retry later.",
   ): IdempotencyError {
     emit(IdempotencyEventType.STORE_ERROR, request, { error });
+    if (isIdempotencyError(error) && error.code === IdempotencyErrorCode.STORE_MISCONFIGURED)
+      return misconfigured(error);
     return new IdempotencyError(IdempotencyErrorCode.STORE_UNAVAILABLE, message, {
       cause: error,
       retryAfterMs: busyRetryAfterMs,
@@ -602,7 +614,7 @@ export function createIdempotencyEngine<Tx>({
         emit(IdempotencyEventType.RELEASED, request, { error });
         throw error;
       }
-      if (isIdempotencyError(error)) throw error;
+      if (isIdempotencyError(error) && error.code !== IdempotencyErrorCode.STORE_MISCONFIGURED) throw error;
       throw storeFailure(request, error, failure);
     } finally {
       deadline.clear();

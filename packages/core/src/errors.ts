@@ -18,6 +18,11 @@ export const IdempotencyErrorCode = {
   KEY_SHARED_IN_BATCH: "KEY_SHARED_IN_BATCH",
   /** The store could not be reached, so the request was not run. Retryable. */
   STORE_UNAVAILABLE: "STORE_UNAVAILABLE",
+  /**
+   * The store is reachable but not set up for idemkit (its table is missing, or an older version of it), so the
+   * request was not run. Terminal until an operator migrates: retrying changes nothing.
+   */
+  STORE_MISCONFIGURED: "STORE_MISCONFIGURED",
   /** This worker's lease was taken over while it ran; its result was discarded. Retryable: the retry replays. */
   LEASE_LOST: "LEASE_LOST",
   /**

@@ -2,6 +2,7 @@
  * How idemkit's tables are read and written: fixed SQL texts run as named prepared statements through a Drizzle
  * database's own session, the same on postgres.js, PGlite and node-postgres.
  */
+import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { getTableConfig, type PgTable } from "drizzle-orm/pg-core";
@@ -54,9 +55,55 @@ export function dispatch<T>(query: PromiseLike<T>): Promise<T> {
  */
 export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
   const prepared = executor._.session.prepareQuery({ sql: statement.text, params }, undefined, statement.name, false);
-  return dispatch(prepared.execute()).then(
+  const rows = dispatch(prepared.execute()).then(
     (result: unknown) => (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[],
   );
+  // Another library's SQL (sqlExecutor) fails as it is: its tables are not idemkit's to name.
+  return statement.name.startsWith(FOREIGN_STATEMENT) ? rows : rows.catch(explainMissingTables);
+}
+
+/** What sqlExecutor names the statements it runs for another library. */
+const FOREIGN_STATEMENT = "idemkit_sql_";
+
+/**
+ * A statement of idemkit's that PostgreSQL refused because its tables are missing or from an older version is an
+ * operator's to fix, not a database that is away: said as such (STORE_MISCONFIGURED, a 500 that clients do not
+ * retry), naming what is missing and how to make it.
+ */
+function explainMissingTables(error: unknown): never {
+  const state = sqlStateOf(error);
+  const detail = databaseMessageOf(error);
+  if (state === "42P01" || state === "42703" || state === "42883") {
+    throw new IdempotencyError(
+      IdempotencyErrorCode.STORE_MISCONFIGURED,
+      `idemkit's tables are missing or out of date in this database (${detail}). Add them to your Drizzle schema ` +
+        '(export { idempotencyKeys } from "@idemkit/drizzle", and outboxEvents and processedEvents if you use them) ' +
+        "and apply your migrations (drizzle-kit generate, then drizzle-kit migrate; or drizzle-kit push), or apply " +
+        "the SQL in @idemkit/drizzle's repository, drizzle/.",
+      { cause: error },
+    );
+  }
+  if (state === "23502" && /"fence"/.test(detail)) {
+    throw new IdempotencyError(
+      IdempotencyErrorCode.STORE_MISCONFIGURED,
+      `The idempotency_keys table is from an older version of idemkit (${detail}): its fence must be an identity ` +
+        "column. Apply drizzle/0002_fences_never_repeat.sql (drizzle-kit generate makes the same change from the " +
+        "schema; add its setval line).",
+      { cause: error },
+    );
+  }
+  throw error;
+}
+
+/** PostgreSQL's own message of an error, wherever the driver (or Drizzle's wrapper) put it. */
+function databaseMessageOf(error: unknown): string {
+  for (let current = error; typeof current === "object" && current !== null; ) {
+    if (sqlStateOf({ code: (current as { code?: unknown }).code }) !== undefined) {
+      return String((current as { message?: unknown }).message);
+    }
+    current = (current as { cause?: unknown }).cause;
+  }
+  return String(error);
 }
 
 /** What a purge of one of idemkit's tables takes: the database, the cut-off, and optionally the table and batch. */
@@ -104,7 +151,7 @@ export interface SqlExecutor {
 export function sqlExecutor(executor: Executor): SqlExecutor {
   return {
     async executeSql(text, values = []) {
-      const name = `idemkit_sql_${sha256Hex(text).slice(0, 16)}`;
+      const name = `${FOREIGN_STATEMENT}${sha256Hex(text).slice(0, 16)}`;
       return { rows: await run(executor, { name, text }, values.map(asNodePostgresSends)) };
     },
   };

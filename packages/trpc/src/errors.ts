@@ -14,6 +14,7 @@ const TRPC_CODE: Record<IdempotencyErrorCode, TRPC_ERROR_CODE_KEY> = {
   [IdempotencyErrorCode.IN_PROGRESS]: "CONFLICT",
   [IdempotencyErrorCode.LEASE_LOST]: "CONFLICT",
   [IdempotencyErrorCode.STORE_UNAVAILABLE]: "SERVICE_UNAVAILABLE",
+  [IdempotencyErrorCode.STORE_MISCONFIGURED]: "INTERNAL_SERVER_ERROR",
   [IdempotencyErrorCode.RESULT_NOT_STORED]: "INTERNAL_SERVER_ERROR",
 };
 

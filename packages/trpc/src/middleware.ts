@@ -267,8 +267,9 @@ export function idempotency<
 const NO_RESPONSE_HEADERS =
   "idempotency(): the tRPC context carries the request's headers but no response headers, so replays are " +
   "answered without `Idempotent-Replayed` (and 409s without `Retry-After`). Return the fetch adapter's " +
-  "`resHeaders` (or a Node adapter's `res`) from createContext. In a create-t3-app route handler: " +
-  "`createContext: ({ resHeaders }) => createContext(req).then((ctx) => ({ ...ctx, resHeaders }))`.";
+  "`resHeaders` (or a Node adapter's `res`) from createContext, and its `info` (which counts a batch's calls). In a " +
+  "create-t3-app route handler: " +
+  "`createContext: ({ resHeaders, info }) => createContext(req).then((ctx) => ({ ...ctx, resHeaders, info }))`.";
 
 /** No key: neither a header nor one given by server code with `withIdempotencyKey`. */
 function missingKey(path: string): never {

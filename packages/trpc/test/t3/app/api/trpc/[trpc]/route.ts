@@ -13,7 +13,7 @@ const handler = (req: Request) =>
     endpoint: "/api/trpc",
     req,
     router: appRouter,
-    createContext: ({ resHeaders }) => createContext(req).then((ctx) => ({ ...ctx, resHeaders })), // idemkit
+    createContext: ({ resHeaders, info }) => createContext(req).then((ctx) => ({ ...ctx, resHeaders, info })), // idemkit
   });
 
 export { handler as GET, handler as POST };
