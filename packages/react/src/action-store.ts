@@ -23,6 +23,8 @@ export interface Action {
   key: string;
   fingerprint: string;
   refused?: true;
+  /** It succeeded, and the form starts a new action for each press after a success (`afterSuccess: "new-action"`). */
+  succeeded?: true;
   tab?: string;
 }
 
@@ -136,12 +138,13 @@ function parseAction(text: string): Action | undefined {
   try {
     const value: unknown = JSON.parse(text);
     if (typeof value !== "object" || value === null) return undefined;
-    const { key, fingerprint, refused, tab } = value as Record<string, unknown>;
+    const { key, fingerprint, refused, succeeded, tab } = value as Record<string, unknown>;
     if (typeof key !== "string" || typeof fingerprint !== "string") return undefined;
     return {
       key,
       fingerprint,
       ...(refused === true && { refused }),
+      ...(succeeded === true && { succeeded }),
       ...(typeof tab === "string" && { tab }),
     };
   } catch {
@@ -158,12 +161,15 @@ function safely<T>(run: () => T): T | undefined {
 }
 
 /**
- * The stored action a press with this input continues: the same input (by fingerprint), and not refused for good.
- * Undefined when the press is a new action.
+ * The stored action a press with this input continues: the same input (by fingerprint), and not over (refused for
+ * good, or succeeded in a form that starts a new action after a success). Undefined when the press is a new action.
  */
 export function continuedAction(store: ActionStore, inputFingerprint: string | undefined): Action | undefined {
   const stored = store.read();
-  return inputFingerprint !== undefined && stored?.fingerprint === inputFingerprint && !stored.refused
+  return inputFingerprint !== undefined &&
+    stored?.fingerprint === inputFingerprint &&
+    !stored.refused &&
+    !stored.succeeded
     ? stored
     : undefined;
 }

@@ -78,6 +78,14 @@ export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable
    * `waitingForTabUntil` says so. Default 10 s: an answer normally comes within a second.
    */
   tabWaitMs?: number;
+  /**
+   * What a press with the same input does once the action succeeded. `"replay"` (the default): it is the same action,
+   * sent with the same key, so the server answers with the first result and a press after the answer never makes a
+   * second order. `"new-action"`: it is a new action with a new key, as a form that makes one thing per press expects
+   * (create-t3-app's post form). Presses before the answer, retries and a reload mid-request are the one action
+   * either way.
+   */
+  afterSuccess?: "replay" | "new-action";
 };
 
 /** What the form can show about the action in flight, on top of TanStack Query's mutation state. */
@@ -186,6 +194,7 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
     lookup,
     lookupMaxRunningMs = DEFAULT_LOOKUP_MAX_RUNNING_MS,
     tabWaitMs = DEFAULT_TAB_WAIT_MS,
+    afterSuccess = "replay",
     ...mutationOptions
   } = options;
   const path = procedurePath(procedure);
@@ -218,6 +227,17 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
   const [found, setFound] = useState<{ key: string; outcome: IdempotencyOutcomeAnswer }>();
   const lookupRef = useRef({ ask: lookup, maxRunningMs: lookupMaxRunningMs });
   lookupRef.current = { ask: lookup, maxRunningMs: lookupMaxRunningMs };
+  const afterSuccessRef = useRef(afterSuccess);
+  afterSuccessRef.current = afterSuccess;
+  /** The action succeeded: in a form that starts a new action after a success, the next press has a new key. */
+  const markSucceeded = useCallback(
+    (succeeded: Action) => {
+      if (afterSuccessRef.current !== "new-action" || action.current?.key !== succeeded.key) return;
+      action.current = { ...succeeded, succeeded: true };
+      store.write(action.current);
+    },
+    [store],
+  );
   const lookingUp = useRef<AbortController | undefined>(undefined);
 
   const mounted = useRef(false);
@@ -251,13 +271,14 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
           action.current = { ...current, refused: true };
           store.write(action.current);
         }
+        if (outcome.state === "completed") markSucceeded(current);
         setFound({ key: current.key, outcome });
       }).finally(() => {
         done = true;
       });
       return { abort, settled: () => done };
     },
-    [path, store],
+    [path, store, markSucceeded],
   );
 
   // Before the read below: a form whose name another form holds never takes that form's action for its own.
@@ -348,21 +369,27 @@ export function useIdempotentMutation<TDef extends ResolverDef>(
               { name, sender, signal: own.abort.signal, waitMs: tabWaitMs, onWaiting },
               send,
             );
-      return sent.catch((error: unknown) => {
-        // Refused for good by the server (a stored 4xx, or a replayed 5xx it stored): pressing again is a new
-        // attempt, not its replay. Decided here, on the server's answer, and not on what the app's own callbacks
-        // may throw later.
-        if (isStoredRefusal(error) && action.current?.key === own.action.key) {
-          action.current = { ...own.action, refused: true };
-          store.write(action.current);
-        }
-        // The link gave up without an answer it could trust: the action may have run, so ask.
-        if (isRetryableError(error) && action.current?.key === own.action.key) {
-          const asked = own.action;
-          own.promise.then(undefined, () => reconcile(asked));
-        }
-        throw error;
-      });
+      return sent.then(
+        (value) => {
+          markSucceeded(own.action);
+          return value;
+        },
+        (error: unknown) => {
+          // Refused for good by the server (a stored 4xx, or a replayed 5xx it stored): pressing again is a new
+          // attempt, not its replay. Decided here, on the server's answer, and not on what the app's own callbacks
+          // may throw later.
+          if (isStoredRefusal(error) && action.current?.key === own.action.key) {
+            action.current = { ...own.action, refused: true };
+            store.write(action.current);
+          }
+          // The link gave up without an answer it could trust: the action may have run, so ask.
+          if (isRetryableError(error) && action.current?.key === own.action.key) {
+            const asked = own.action;
+            own.promise.then(undefined, () => reconcile(asked));
+          }
+          throw error;
+        },
+      );
     },
   });
   const { mutateAsync: startMutation, reset: resetMutation } = mutation;

@@ -94,6 +94,7 @@ interface RenderOptions {
   lookupMaxRunningMs?: number;
   storageKey?: string;
   tabWaitMs?: number;
+  afterSuccess?: "replay" | "new-action";
   /** The page's clients, when the test needs them (a page that persists its mutations, or restores them). */
   clients?: Clients;
 }
@@ -122,6 +123,7 @@ function render({
   lookupMaxRunningMs,
   storageKey,
   tabWaitMs,
+  afterSuccess,
   clients,
 }: RenderOptions = {}) {
   const { queryClient, trpcClient } = clients ?? clientsOfAPage();
@@ -141,6 +143,7 @@ function render({
         ...(lookupMaxRunningMs !== undefined && { lookupMaxRunningMs }),
         ...(storageKey !== undefined && { storageKey }),
         ...(tabWaitMs !== undefined && { tabWaitMs }),
+        ...(afterSuccess !== undefined && { afterSuccess }),
       }),
     // StrictMode as React Testing Library applies it: a <StrictMode> in the wrapper does not run effects twice.
     { wrapper, reactStrictMode: strict },
@@ -235,6 +238,31 @@ describe("an action abandoned by reset() before it was sent", () => {
 });
 
 describe("the key's life", () => {
+  it("after a success, pressing again with the same input is the same action by default, and a new one with afterSuccess: new-action", async () => {
+    for (const [afterSuccess, sameKey] of [
+      [undefined, true],
+      ["new-action", false],
+    ] as const) {
+      sent = [];
+      const form = render(afterSuccess ? { afterSuccess } : {});
+      act(() => {
+        // Two presses in one task, before any answer: one action, whatever the setting.
+        form.result.current.mutate(tea);
+        form.result.current.mutate(tea);
+      });
+      await settle();
+      expect(sent).toHaveLength(1);
+      sent[0]?.answer(200, placed(1));
+      await settle();
+      act(() => form.result.current.mutate(tea));
+      await settle();
+      expect(sent).toHaveLength(2);
+      expect(sent[1]?.key === sent[0]?.key).toBe(sameKey);
+      form.unmount();
+      sessionStorage.clear();
+    }
+  });
+
   it("after a refusal (a stored 4xx), pressing again with the same input is a new attempt with a new key", async () => {
     const first = render();
     act(() => first.result.current.mutate(tea));
