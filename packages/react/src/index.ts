@@ -1,13 +1,11 @@
 export type { KeyStorage } from "./action-store.js";
+export type { IdempotentActionOptions, IdempotentMutationState } from "./idempotent-mutation.js";
+export { ActionInFlightError } from "./idempotent-mutation.js";
 export {
   type IdempotentMutationDefaultsOptions,
   idempotentMutationDefaults,
 } from "./mutation-defaults.js";
 export { ownOnMutateResult } from "./mutation-key-context.js";
 export type { OutcomeLookup } from "./outcome-polling.js";
-export type {
-  IdempotentMutationState,
-  UseIdempotentMutationOptions,
-  UseIdempotentMutationResult,
-} from "./use-idempotent-mutation.js";
-export { ActionInFlightError, useIdempotentMutation } from "./use-idempotent-mutation.js";
+export type { UseIdempotentMutationOptions, UseIdempotentMutationResult } from "./use-idempotent-mutation.js";
+export { useIdempotentMutation } from "./use-idempotent-mutation.js";

@@ -13,7 +13,7 @@ import { drizzle } from "drizzle-orm/pglite";
 async function main(): Promise<void> {
   const client = new PGlite();
   await client.exec(readFileSync("schema.sql", "utf8"));
-  const db = drizzle(client);
+  const db = drizzle({ client });
   const t = initTRPC.context<{ req: Request; resHeaders: Headers }>().create({
     errorFormatter: ({ shape, error }) => ({
       ...shape,

@@ -9,6 +9,7 @@ import type { guardedConnections } from "@idemkit/drizzle/postgres-js";
 import { createJobs, type jobIdFor } from "@idemkit/pg-boss";
 import { expectOneKeyPerAction, type watchMutations } from "@idemkit/playwright";
 import type { idempotentMutationDefaults, useIdempotentMutation } from "@idemkit/react";
+import type { useIdempotentMutation as useIdempotentClassicMutation } from "@idemkit/react/classic";
 import { redisStore } from "@idemkit/redis";
 import { idempotency, type withIdempotencyKey } from "@idemkit/trpc";
 import { idempotencyContext, idempotencyLink } from "@idemkit/trpc/client";
@@ -23,6 +24,7 @@ export type Entries = [
   typeof jobIdFor,
   typeof watchMutations,
   typeof useIdempotentMutation,
+  typeof useIdempotentClassicMutation,
   typeof idempotentMutationDefaults,
   typeof withIdempotencyKey,
   typeof idempotencyLink,

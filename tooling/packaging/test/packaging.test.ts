@@ -25,6 +25,7 @@ const THIRD_PARTY = [
   "@playwright/test",
   "@tanstack/react-query",
   "@trpc/client",
+  "@trpc/react-query",
   "@trpc/server",
   "@trpc/tanstack-react-query",
   "@types/node",

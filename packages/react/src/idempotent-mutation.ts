@@ -1,0 +1,575 @@
+/**
+ * The hook behind `useIdempotentMutation`: TanStack Query's `useMutation` for a tRPC procedure, with one `Idempotency-Key` per
+ * user action. The key is minted when the action starts and reused for every retry, every extra click and, through
+ * sessionStorage, after a reload, so the server runs the action once however often it is sent. A new key comes
+ * only with a new action: another input, `reset()`, or pressing again after the server refused the action for good.
+ *
+ * Retrying is the link's job (`idempotencyLink` from `@idemkit/trpc/client`, which must be in the client's links);
+ * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, paused while offline.
+ */
+import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
+import { newIdempotencyKey } from "@idemkit/core/internal";
+import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
+import {
+  type MutateOptions,
+  type MutationFunctionContext,
+  type UseMutateAsyncFunction,
+  type UseMutateFunction,
+  type UseMutationOptions,
+  type UseMutationResult,
+  useMutation,
+  useMutationState,
+  useQueryClient,
+} from "@tanstack/react-query";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import {
+  type Action,
+  actionFingerprint,
+  actionStore,
+  chosenStorage,
+  continuedAction,
+  defaultStorage,
+  defaultStorageName,
+  holdStorageName,
+  type KeyStorage,
+  storageWhileHeld,
+} from "./action-store.js";
+import { appCallbacks, carriedKey, carryingKey, ownOnMutateResult } from "./mutation-key-context.js";
+import { DEFAULT_LOOKUP_MAX_RUNNING_MS, type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
+import { DEFAULT_TAB_WAIT_MS, knownTab, sendAcrossTabs, thisTab } from "./tabs.js";
+
+/** What the hook adds to the mutation options of a tRPC procedure: where the key is kept, and how actions go. */
+export interface IdempotentActionOptions {
+  /**
+   * Where the current action's key is kept: a storage such as `sessionStorage` (the default when the page has
+   * one: a reload mid-request resumes the same action), or `"memory"` to keep it in the component only.
+   */
+  storage?: KeyStorage | "memory";
+  /**
+   * The storage entry's name. Default `idemkit:<procedure path>`, which serves one form per procedure on a page.
+   * Two forms on one procedure mounted at once each need their own, named after what they act on
+   * (`idemkit:checkout.editNote:${orderId}`), so that after a reload each finds its own action: a second form
+   * mounted with a name another holds throws, rather than take the other's action for its own.
+   */
+  storageKey?: string;
+  /**
+   * The app's outcome lookup (`outcomeLookup` from `@idemkit/trpc`), called as
+   * `(input, { signal }) => trpcClient.idempotencyOutcome.query(input, { signal })`. With it, the hook asks what became of an action whose
+   * answer it does not have, instead of leaving the user to guess: after a reload finds an action in storage, and
+   * after the link gave up. A completed action then shows as succeeded (replayed, with its data) without its input
+   * being sent again. While it answers `running`, it is asked again after 1 s, 2 s, 4 s... up to every 30 s.
+   */
+  lookup?: OutcomeLookup;
+  /**
+   * How long the `lookup` is asked again while it answers `running`, in ms: no call can hold its key longer, so
+   * past it the hook stops asking and shows the outcome as `unknown` (pressing again sends the action with its key,
+   * which replays it, runs it once or waits for it), rather than "still running" for good. Set it to the
+   * middleware's `maxHoldMs` plus its `leaseMs` when you changed those. Default 16 minutes (15 min + 60 s, their
+   * defaults).
+   */
+  lookupMaxRunningMs?: number;
+  /**
+   * How long a press waits for another tab that is sending the same input (it holds the Web Lock named after it),
+   * in ms, before sending itself, with that tab's key: once the other tab has its answer that replays it, and while
+   * it is still sending (retrying, or its request hangs) the server makes the two one. Meanwhile
+   * `waitingForTabUntil` says so. Default 10 s: an answer normally comes within a second.
+   */
+  tabWaitMs?: number;
+  /**
+   * What a press with the same input does once the action succeeded. `"replay"` (the default): it is the same action,
+   * sent with the same key, so the server answers with the first result and a press after the answer never makes a
+   * second order. `"new-action"`: it is a new action with a new key, as a form that makes one thing per press expects
+   * (create-t3-app's post form). Presses before the answer, retries and a reload mid-request are the one action
+   * either way.
+   */
+  afterSuccess?: "replay" | "new-action";
+}
+
+/** What the form can show about the action in flight, on top of TanStack Query's mutation state. */
+export interface IdempotentMutationState {
+  /** The current action's key; undefined until the first action starts (or is found in storage after a reload). */
+  key: string | undefined;
+  /** Requests sent for the current action so far: 0 before it starts, 2 during the first retry, and so on. */
+  attempt: number;
+  /** When the next retry is sent, in ms since the epoch; undefined when none is waiting. For "retrying in 2 s". */
+  nextRetryAt: number | undefined;
+  /**
+   * While this press waits for another tab sending the same input: when it stops waiting and sends itself, in ms
+   * since the epoch (see `tabWaitMs`); undefined when it is not waiting. For "another tab is placing this order".
+   */
+  waitingForTabUntil: number | undefined;
+  /** True when the server answered from its store: this action had already run (an earlier click, a reload). */
+  replayed: boolean;
+  /**
+   * Set when there is an error: true when pressing the button again (same input, same key) can still succeed,
+   * false when it cannot (invalid input, a key reused with another input, a failure the server stored: a 4xx, or a
+   * 5xx under the middleware's `storeServerErrors`).
+   */
+  retryable: boolean | undefined;
+  /** True while the mutation waits for the browser to come back online, before its first request or a retry. */
+  isPaused: boolean;
+  /**
+   * What the `lookup` found for the current action when the hook had no answer of its own (after a reload, after
+   * the link gave up); undefined before it asked, or without a `lookup`. A `completed` one also shows as success;
+   * `running` is asked again until `lookupMaxRunningMs`, and then shown as `unknown`.
+   */
+  outcome: IdempotencyOutcomeAnswer | undefined;
+}
+
+/** TanStack Query's mutation result, with `mutate`, `mutateAsync` and `reset` working on actions. */
+export type IdempotentMutationResult<TOutput, TError, TInput> =
+  UseMutationResult<TOutput, TError, TInput> extends infer State
+    ? State extends unknown
+      ? Omit<State, "mutate" | "mutateAsync" | "reset" | "isPaused"> &
+          IdempotentMutationState & {
+            /**
+             * Starts an action for this input, or rejoins the current one: the same input reuses the action's key
+             * (a second click, a retry after a reload replays), another input starts a new action with a new key.
+             * While an action is in flight, the same input joins it and sends nothing; another input is refused
+             * (`mutateAsync` rejects with {@link ActionInFlightError}, `mutate` sends nothing).
+             */
+            mutate: UseMutateFunction<TOutput, TError, TInput>;
+            /** {@link mutate} that returns the action's promise. */
+            mutateAsync: UseMutateAsyncFunction<TOutput, TError, TInput>;
+            /** Forgets the current action and its state: the next `mutate` is a new action with a new key. */
+            reset: () => void;
+          }
+      : never
+    : never;
+
+/**
+ * What the hook needs of a tRPC procedure, whichever React integration it comes from: its path, the TanStack Query
+ * options of its mutations, and a way to send one call with tRPC request options of the hook's (the action's key
+ * in its context).
+ */
+export interface MutationBinding<TInput, TOutput> {
+  /** The procedure's dotted path: `checkout.placeOrder`. */
+  path: string;
+  /** The integration's TanStack Query options for a mutation of the procedure (its key), around `options`. */
+  mutationOptions<TOptions extends object>(options: TOptions): TOptions & { mutationKey: readonly unknown[] };
+  /** Sends one call with `trpc` as its tRPC request options. */
+  send(input: TInput, trpc: { context: Record<string, unknown> }, context: MutationFunctionContext): Promise<TOutput>;
+}
+
+/** The callbacks, `meta` and `trpc` options of a mutation, with the hook's own. */
+export type BoundMutationOptions<TOutput, TError, TInput> = Omit<
+  UseMutationOptions<TOutput, TError, TInput>,
+  "mutationFn" | "mutationKey"
+> & { trpc?: { context?: Record<string, unknown> } } & IdempotentActionOptions;
+
+/**
+ * Thrown by `mutateAsync` for another input while an action is in flight: a form sends one action at a time, and
+ * joining the one in flight would drop the new input without a word. Wait for it (`isPending`), or `reset()` first.
+ */
+export class ActionInFlightError extends Error {
+  override readonly name = "ActionInFlightError";
+  constructor() {
+    super("An action with another input is in flight: wait for it to settle, or reset() to abandon it first.");
+  }
+}
+
+/** The action in flight: its promise, the input it was for, and how to stop its retries. */
+interface Running<TOutput> {
+  action: Action;
+  fingerprint: string | undefined;
+  promise: Promise<TOutput>;
+  abort: AbortController;
+}
+
+interface Progress {
+  attempt: number;
+  nextRetryAt: number | undefined;
+  waitingForTabUntil: number | undefined;
+  replayed: boolean;
+  offline: boolean;
+}
+
+const IDLE: Progress = {
+  attempt: 0,
+  nextRetryAt: undefined,
+  waitingForTabUntil: undefined,
+  replayed: false,
+  offline: false,
+};
+
+/**
+ * The hook over any tRPC React integration, through a {@link MutationBinding}: `useIdempotentMutation` here for
+ * the TanStack integration, and in `@idemkit/react/classic` for `createTRPCReact`.
+ */
+export function useIdempotentMutationOf<TInput, TOutput, TError>(
+  binding: MutationBinding<TInput, TOutput>,
+  options: BoundMutationOptions<TOutput, TError, TInput> = {},
+): IdempotentMutationResult<TOutput, TError, TInput> {
+  const {
+    storage,
+    storageKey,
+    lookup,
+    lookupMaxRunningMs = DEFAULT_LOOKUP_MAX_RUNNING_MS,
+    tabWaitMs = DEFAULT_TAB_WAIT_MS,
+    afterSuccess = "replay",
+    ...mutationOptions
+  } = options;
+  const { path } = binding;
+  const name = storageKey ?? defaultStorageName(path);
+  // The in-memory fallback lives in a ref: React may drop a memoized store, and the key must not go with it.
+  const memory = useRef<Action | undefined>(undefined);
+  /** Whether this form holds its storage name (no other mounted form keeps its action under it). */
+  const holdsName = useRef(true);
+  const store = useMemo(() => {
+    const chosen = chosenStorage(storage);
+    // sessionStorage is copied into a tab the browser duplicates: its actions are stamped with their tab.
+    const copiedWithTabs = chosen !== undefined && chosen === defaultStorage();
+    const own = chosen && storageWhileHeld(chosen, () => holdsName.current);
+    return actionStore(own, name, memory, copiedWithTabs ? knownTab : undefined);
+  }, [storage, name]);
+
+  const [key, setKey] = useState<string | undefined>(undefined);
+  const [progress, setProgress] = useState<Progress>(IDLE);
+  const action = useRef<Action | undefined>(undefined);
+  const running = useRef<Running<TOutput> | undefined>(undefined);
+  /**
+   * Each started run by the input its mutation was started with, for that mutation's mutationFn to find its own
+   * key and signal whenever TanStack calls it (later, for a mutation paused while offline), never the next run's.
+   */
+  const runsByInput = useRef(new Map<unknown, Running<TOutput>>());
+  /** This form, as the sender of its actions to other tabs: it never adopts the key of an action it sent itself. */
+  const [sender] = useState(newIdempotencyKey);
+
+  /** What the lookup found, for the action with `key`. */
+  const [found, setFound] = useState<{ key: string; outcome: IdempotencyOutcomeAnswer }>();
+  const lookupRef = useRef({ ask: lookup, maxRunningMs: lookupMaxRunningMs });
+  lookupRef.current = { ask: lookup, maxRunningMs: lookupMaxRunningMs };
+  const afterSuccessRef = useRef(afterSuccess);
+  afterSuccessRef.current = afterSuccess;
+  /** The action succeeded: in a form that starts a new action after a success, the next press has a new key. */
+  const markSucceeded = useCallback(
+    (succeeded: Action) => {
+      if (afterSuccessRef.current !== "new-action" || action.current?.key !== succeeded.key) return;
+      action.current = { ...succeeded, succeeded: true };
+      store.write(action.current);
+    },
+    [store],
+  );
+  const lookingUp = useRef<AbortController | undefined>(undefined);
+
+  const mounted = useRef(false);
+  useEffect(() => {
+    mounted.current = true;
+    return () => {
+      mounted.current = false;
+      lookingUp.current?.abort();
+    };
+  }, []);
+
+  /**
+   * Asks the lookup what became of `current`, while it stays the current action, nothing runs for it and the form
+   * is mounted. Returns whether it is done asking (`settled`), and what stops it.
+   */
+  const reconcile = useCallback(
+    (current: Action): { abort: AbortController; settled: () => boolean } | undefined => {
+      const { ask, maxRunningMs } = lookupRef.current;
+      if (!ask || current.refused || !mounted.current) return undefined;
+      lookingUp.current?.abort();
+      const abort = new AbortController();
+      lookingUp.current = abort;
+      const applies = () =>
+        !abort.signal.aborted && mounted.current && action.current?.key === current.key && !running.current;
+      let done = false;
+      settledOutcome(ask, { path, key: current.key }, { signal: abort.signal, maxRunningMs }, (outcome) => {
+        if (!applies()) return;
+        if (outcome.state === "failed") {
+          // A stored failure (a 4xx, or a 5xx under storeServerErrors): pressing again is a new attempt, as when
+          // the hook saw the refusal itself.
+          action.current = { ...current, refused: true };
+          store.write(action.current);
+        }
+        if (outcome.state === "completed") markSucceeded(current);
+        setFound({ key: current.key, outcome });
+      }).finally(() => {
+        done = true;
+      });
+      return { abort, settled: () => done };
+    },
+    [path, store, markSucceeded],
+  );
+
+  // Before the read below: a form whose name another form holds never takes that form's action for its own.
+  useEffect(() => {
+    const chosen = chosenStorage(storage);
+    if (!chosen) return undefined;
+    const { held, release } = holdStorageName(chosen, name, path);
+    holdsName.current = held;
+    return () => {
+      release();
+      holdsName.current = true;
+    };
+  }, [storage, name, path]);
+
+  // Read after mount, not during render: the server renders without storage, and the markup must match. Once the
+  // tab is known: a duplicated tab must not take the original's actions for its own. Not while a run is in
+  // flight: what the store holds then is that run's action.
+  const reconciledOnRead = useRef<string | undefined>(undefined);
+  useEffect(() => {
+    let asking: ReturnType<typeof reconcile>;
+    let stopped = false;
+    const read = () => {
+      if (stopped || running.current) return;
+      action.current = store.read();
+      setKey(action.current?.key);
+      // Once per action found: a store made anew on every render must not ask on every render. A lookup this
+      // effect started and its cleanup stopped (StrictMode runs effects twice) is asked again by the next run.
+      const found = action.current;
+      if (!found || reconciledOnRead.current === found.key) return;
+      reconciledOnRead.current = found.key;
+      asking = reconcile(found);
+    };
+    if (knownTab()) read();
+    else thisTab().then(read);
+    return () => {
+      stopped = true;
+      if (asking && !asking.settled()) {
+        asking.abort.abort();
+        reconciledOnRead.current = undefined;
+      }
+    };
+  }, [store, reconcile]);
+
+  // The key rides in the mutation's onMutate result, so that a mutation persisted while paused offline resumes
+  // after a reload with it (see idempotentMutationDefaults).
+  const base = binding.mutationOptions(
+    carryingKey(mutationOptions, (input) => runsByInput.current.get(input)?.action.key ?? newIdempotencyKey()),
+  );
+  const mutation = useMutation({
+    ...base,
+    mutationFn: (input: TInput, context) => {
+      const own = runsByInput.current.get(input);
+      // Abandoned by reset() before it was sent (or while paused offline): it sends nothing.
+      if (!own || own.abort.signal.aborted) {
+        return Promise.reject(new DOMException("The action was abandoned with reset().", "AbortError"));
+      }
+      // Progress of an action abandoned by reset() is its own: it never shows on the next action.
+      const onProgress = (event: IdempotencyProgress) => {
+        if (running.current === own) setProgress((state) => nextProgress(state, event));
+      };
+      const send = (key: string) => {
+        if (key !== own.action.key) {
+          // Another tab sent this input at the same moment, and this tab waited for it: its key is this action's.
+          own.action = { ...own.action, key };
+          if (running.current === own) {
+            action.current = own.action;
+            store.write(own.action);
+            setKey(key);
+          }
+        }
+        const call = { key, onProgress, signal: own.abort.signal };
+        const trpc = {
+          ...mutationOptions.trpc,
+          context: { ...mutationOptions.trpc?.context, ...idempotencyContext(call) },
+        };
+        return binding.send(input, trpc, context);
+      };
+      const onWaiting = (until: number | undefined) => {
+        if (running.current === own) setProgress((state) => ({ ...state, waitingForTabUntil: until }));
+      };
+      const sent =
+        own.fingerprint === undefined
+          ? send(own.action.key)
+          : sendAcrossTabs(
+              { key: own.action.key, fingerprint: own.fingerprint },
+              { name, sender, signal: own.abort.signal, waitMs: tabWaitMs, onWaiting },
+              send,
+            );
+      return sent.then(
+        (value) => {
+          markSucceeded(own.action);
+          return value;
+        },
+        (error: unknown) => {
+          // Refused for good by the server (a stored 4xx, or a replayed 5xx it stored): pressing again is a new
+          // attempt, not its replay. Decided here, on the server's answer, and not on what the app's own callbacks
+          // may throw later.
+          if (isStoredRefusal(error) && action.current?.key === own.action.key) {
+            action.current = { ...own.action, refused: true };
+            store.write(action.current);
+          }
+          // The link gave up without an answer it could trust: the action may have run, so ask.
+          if (isRetryableError(error) && action.current?.key === own.action.key) {
+            const asked = own.action;
+            own.promise.then(undefined, () => reconcile(asked));
+          }
+          throw error;
+        },
+      );
+    },
+  });
+  const { mutateAsync: startMutation, reset: resetMutation } = mutation;
+  const queryClient = useQueryClient();
+  const mutationKey = base.mutationKey;
+  // This action's mutation that TanStack Query restored after a reload (persisted while it waited offline, and
+  // resumed by idempotentMutationDefaults): shown as the hook's own until the user starts another action.
+  const restored = useMutationState({
+    filters: { mutationKey, predicate: (other) => key !== undefined && carriedKey(other.state.context) === key },
+    select: (other) => other.state,
+  }).at(-1);
+  /** The mutations in the cache still waiting to send the action with `actionKey`: the hook's own, or restored. */
+  const waitingWith = useCallback(
+    (actionKey: string | undefined, state: "paused" | "pending") =>
+      queryClient
+        .getMutationCache()
+        .findAll({ mutationKey, status: "pending" })
+        .filter(
+          (other) =>
+            actionKey !== undefined &&
+            carriedKey(other.state.context) === actionKey &&
+            (state === "pending" || other.state.isPaused),
+        ),
+    [queryClient, mutationKey],
+  );
+
+  // What the server answered a restored mutation counts as the hook's own answer would: a stored refusal retires
+  // the key, and when the link gave up, the lookup is asked.
+  const restoredError = mutation.isIdle ? restored?.error : undefined;
+  useEffect(() => {
+    const current = action.current;
+    if (!restoredError || !current || current.key !== key) return;
+    if (isStoredRefusal(restoredError)) {
+      action.current = { ...current, refused: true };
+      store.write(action.current);
+    } else if (isRetryableError(restoredError)) {
+      reconcile(current);
+    }
+  }, [restoredError, key, store, reconcile]);
+
+  const mutateAsync = useCallback(
+    (input: TInput, callOptions?: MutateOptions<TOutput, TError, TInput>) => {
+      const inputFingerprint = actionFingerprint(input);
+      if (running.current) {
+        const joins = inputFingerprint !== undefined && running.current.fingerprint === inputFingerprint;
+        return joins ? running.current.promise : Promise.reject(new ActionInFlightError());
+      }
+      // A restored mutation still waiting to send this form's action is in flight too: the same input goes with
+      // its key (the server runs it once), another is refused.
+      const restoredAction = action.current;
+      if (restoredAction && waitingWith(restoredAction.key, "pending").length > 0) {
+        if (inputFingerprint === undefined || restoredAction.fingerprint !== inputFingerprint) {
+          return Promise.reject(new ActionInFlightError());
+        }
+      }
+      const current: Action = continuedAction(store, inputFingerprint) ?? {
+        key: newIdempotencyKey(),
+        fingerprint: inputFingerprint ?? "",
+      };
+      store.write(current);
+      action.current = current;
+      setKey(current.key);
+      setProgress(IDLE);
+      lookingUp.current?.abort();
+      setFound(undefined);
+      const thisRun = {
+        action: current,
+        fingerprint: inputFingerprint,
+        abort: new AbortController(),
+      } as Running<TOutput>;
+      // In place before the mutation starts, so its mutationFn finds this run's key and signal.
+      running.current = thisRun;
+      runsByInput.current.set(input, thisRun);
+      thisRun.promise = callOptions ? startMutation(input, appCallbacks(callOptions)) : startMutation(input);
+      // Only this run's own end clears the guard: a run abandoned by reset() settles after the next one started.
+      const clear = () => {
+        if (running.current === thisRun) running.current = undefined;
+        if (runsByInput.current.get(input) === thisRun) runsByInput.current.delete(input);
+      };
+      thisRun.promise.then(clear, clear);
+      return thisRun.promise;
+    },
+    [store, startMutation, waitingWith],
+  );
+
+  const mutate = useCallback(
+    (input: TInput, callOptions?: MutateOptions<TOutput, TError, TInput>) => {
+      // Like TanStack's mutate: errors are in the state, not thrown at the caller.
+      mutateAsync(input, callOptions).catch(() => {});
+    },
+    [mutateAsync],
+  );
+
+  const reset = useCallback(() => {
+    // The abandoned action stops retrying (or never starts, if paused); a request already on the wire may still
+    // land, and replays if sent again. Its mutations still paused leave the cache, so that neither coming back
+    // online nor a persisted cache restored after a reload sends them.
+    for (const paused of waitingWith(action.current?.key, "paused")) queryClient.getMutationCache().remove(paused);
+    running.current?.abort.abort();
+    running.current = undefined;
+    store.clear();
+    action.current = undefined;
+    lookingUp.current?.abort();
+    setFound(undefined);
+    setKey(undefined);
+    setProgress(IDLE);
+    resetMutation();
+  }, [store, resetMutation, waitingWith, queryClient]);
+
+  const outcome = found && found.key === key ? found.outcome : undefined;
+  const state = {
+    ...mutation,
+    context: ownOnMutateResult(mutation.context),
+    mutate,
+    mutateAsync,
+    reset,
+    key,
+    attempt: progress.attempt,
+    nextRetryAt: progress.nextRetryAt,
+    waitingForTabUntil: progress.waitingForTabUntil,
+    replayed: progress.replayed,
+    // Once the lookup found the action refused, pressing again is a new attempt, not a retry of this one.
+    retryable: mutation.error ? outcome?.state !== "failed" && isRetryableError(mutation.error) : undefined,
+    isPaused: mutation.isPaused || progress.offline,
+    outcome,
+  };
+  if (mutation.isIdle && restored) {
+    return {
+      ...state,
+      ...restored,
+      context: ownOnMutateResult(restored.context),
+      isIdle: false,
+      isPending: restored.status === "pending",
+      isSuccess: restored.status === "success",
+      isError: restored.status === "error",
+      retryable: restored.error ? isRetryableError(restored.error) : undefined,
+    } as IdempotentMutationResult<TOutput, TError, TInput>;
+  }
+  // An action the lookup found completed, while the hook has no answer of its own, shows as its replay would.
+  const showsFound = outcome?.state === "completed" && !mutation.isPending && !mutation.isSuccess;
+  return (
+    showsFound
+      ? {
+          ...state,
+          status: "success",
+          isSuccess: true,
+          isIdle: false,
+          isError: false,
+          error: null,
+          failureReason: null,
+          data: outcome.data,
+          replayed: true,
+          retryable: undefined,
+        }
+      : state
+  ) as IdempotentMutationResult<TOutput, TError, TInput>;
+}
+
+function nextProgress(current: Progress, event: IdempotencyProgress): Progress {
+  switch (event.type) {
+    case "request":
+      return { ...current, attempt: event.attempt, nextRetryAt: undefined, offline: false };
+    case "retry":
+      return { ...current, nextRetryAt: event.retryAt };
+    case "offline":
+      return { ...current, nextRetryAt: undefined, offline: true };
+    case "success":
+      return { ...current, nextRetryAt: undefined, offline: false, replayed: event.replayed };
+    case "failure":
+      // The link gave up (offline past its budget, among others): nothing waits for the connection any more.
+      return { ...current, nextRetryAt: undefined, offline: false };
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * The store contract at one end of the peer ranges, run inside an app that installed the tarballs and that end's
+ * versions of drizzle-orm and postgres.js with a plain `npm install`: the store and atomic-mode conformance suites
+ * on PGlite and on a real PostgreSQL (IDEMKIT_PEER_DATABASE_URL, a database of its own).
+ */
+import { readFileSync } from "node:fs";
+import { PGlite } from "@electric-sql/pglite";
+import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
+import { drizzleStore } from "@idemkit/drizzle";
+import { type SQL, sql } from "drizzle-orm";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
+import { afterAll, beforeAll } from "vitest";
+
+const SCHEMA = `${readFileSync("schema.sql", "utf8")}; create table atomic_notes (marker text not null);`;
+const url = String(process.env.IDEMKIT_PEER_DATABASE_URL);
+
+const pglite = new PGlite();
+const client = postgres(url, { max: 10, onnotice: () => {} });
+const databases = {
+  PGlite: drizzlePglite({ client: pglite }),
+  "PostgreSQL (postgres.js)": drizzlePostgres({ client }),
+};
+
+beforeAll(async () => {
+  await pglite.exec(SCHEMA);
+  await client.unsafe(SCHEMA);
+});
+afterAll(async () => {
+  await client.end({ timeout: 1 });
+  await pglite.close();
+});
+
+/** A database or transaction, as far as the suites write to it. */
+interface Executes {
+  execute(query: SQL): PromiseLike<unknown>;
+}
+
+function suitesOn(name: string, db: Parameters<typeof drizzleStore>[0]["db"] & Executes, oneConnection: boolean): void {
+  describeStoreConformance(`drizzleStore on ${name}`, async () => ({ store: drizzleStore({ db }) }));
+  describeAtomicConformance(
+    `drizzleStore on ${name}`,
+    async () => ({
+      store: drizzleStore({ db }),
+      storeWithWait: (waitMs: number) => drizzleStore({ db, waitMs }),
+      write: (tx: unknown, marker: string) =>
+        Promise.resolve((tx as Executes).execute(sql`insert into atomic_notes (marker) values (${marker})`)),
+      count: async (marker: string) => {
+        const result = await db.execute(sql`select 1 from atomic_notes where marker = ${marker}`);
+        return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows).length;
+      },
+      unstorableResponse: { status: 2 ** 40, body: "{}" },
+    }),
+    { oneConnection },
+  );
+}
+
+suitesOn("PGlite", databases.PGlite, true);
+suitesOn("PostgreSQL (postgres.js)", databases["PostgreSQL (postgres.js)"], false);

@@ -1,0 +1,128 @@
+/**
+ * Each end of the packages' peer ranges, as a user's app gets it: the tarballs and that end's versions of tRPC,
+ * drizzle-orm and postgres.js installed with a plain `npm install` (from the npm registry, so its peer checks run),
+ * then type-checked, a protected mutation run twice with one key, and the store and atomic-mode conformance suites
+ * run on PGlite and a real PostgreSQL. The versions between are what the rest of `npm test` runs on.
+ */
+import { execFile } from "node:child_process";
+import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { createDatabase, migrationStatementsFor } from "@idemkit/testkit";
+import { afterAll, describe, expect, inject, it } from "vitest";
+
+const execute = promisify(execFile);
+
+/** Runs a command; a failure says what it printed (tsc reports its errors on stdout). */
+async function run(...args: Parameters<typeof execute>): Promise<{ stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execute(...args);
+    return { stdout: String(stdout), stderr: String(stderr) };
+  } catch (error) {
+    const { stdout = "", stderr = "" } = error as { stdout?: string; stderr?: string };
+    throw new Error(`${args[0]} ${(args[1] as string[] | undefined)?.join(" ") ?? ""} failed:\n${stdout}\n${stderr}`);
+  }
+}
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const CONSUMER = fileURLToPath(new URL("../consumer/", import.meta.url));
+const TSC = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+const VITEST = join(ROOT, "node_modules", "vitest", "vitest.mjs");
+/** The packages whose peer ranges these ends are of. */
+const PACKAGES = ["core", "trpc", "drizzle"] as const;
+
+const ENDS = {
+  oldest: {
+    "@trpc/server": "11.19.0",
+    "@trpc/client": "11.19.0",
+    "drizzle-orm": "0.41.0",
+    postgres: "3.4.0",
+  },
+  newest: {
+    "@trpc/server": "11.25.2",
+    "@trpc/client": "11.25.2",
+    "drizzle-orm": "0.45.4",
+    postgres: "3.4.9",
+  },
+} as const;
+
+const temps: string[] = [];
+afterAll(async () => {
+  for (const temp of temps) await rm(temp, { recursive: true, force: true });
+});
+
+describe.each(Object.entries(ENDS))("the %s end of the peer ranges", (_, versions) => {
+  it("installs with a plain npm install, type-checks, replays a call, and keeps the store contract", async () => {
+    const temp = await mkdtemp(join(tmpdir(), "idemkit-peers-"));
+    temps.push(temp);
+    const app = join(temp, "app");
+    await mkdir(app, { recursive: true });
+    const tarballs: Record<string, string> = {};
+    for (const name of PACKAGES) {
+      const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", temp], {
+        cwd: join(ROOT, "packages", name),
+      });
+      const [packed] = JSON.parse(stdout) as Array<{ filename: string }>;
+      tarballs[`@idemkit/${name}`] = `file:${join(temp, String(packed?.filename))}`;
+    }
+    await writeFile(
+      join(app, "package.json"),
+      JSON.stringify({
+        name: "peer-range-app",
+        private: true,
+        type: "module",
+        // core's tarball depends on the version published under the same number: the local one stands in for it.
+        overrides: { "@idemkit/core": tarballs["@idemkit/core"] },
+        dependencies: { ...tarballs, ...versions, "@electric-sql/pglite": "0.5.17" },
+      }),
+    );
+    await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline"], { cwd: app, timeout: 240_000 });
+    // The test tools are the workspace's: vitest runs the suites, and its types and Node's check them.
+    for (const name of ["vitest", "@types/node"]) {
+      await mkdir(join(app, "node_modules", ...name.split("/").slice(0, -1)), { recursive: true });
+      await symlink(join(ROOT, "node_modules", name), join(app, "node_modules", name), "dir");
+    }
+    await copyFile(join(CONSUMER, "app.ts"), join(app, "app.ts"));
+    await copyFile(join(CONSUMER, "stores.conformance.ts"), join(app, "stores.conformance.ts"));
+    await writeFile(join(app, "schema.sql"), migrationStatementsFor("idempotency_keys").join("\n"));
+    await writeFile(
+      join(app, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          target: "es2022",
+          lib: ["es2023", "dom"],
+          types: ["node"],
+          strict: true,
+          skipLibCheck: true,
+          outDir: "out",
+        },
+        files: ["app.ts", "stores.conformance.ts"],
+      }),
+    );
+    await run(process.execPath, [TSC, "-p", "tsconfig.json"], { cwd: app });
+
+    const { stdout } = await run(process.execPath, [join("out", "app.js")], { cwd: app });
+    const seen = JSON.parse(stdout) as { runs: number; first: string; second: string; replayed: string | null };
+    expect(seen).toMatchObject({ runs: 1, replayed: "true", second: seen.first });
+
+    const database = await createDatabase(inject("postgresUrl"));
+    try {
+      await writeFile(
+        join(app, "vitest.config.mjs"),
+        "export default { test: { include: ['out/stores.conformance.js'], testTimeout: 30000 } };\n",
+      );
+      const suites = await run(process.execPath, [VITEST, "run", "--reporter=dot"], {
+        cwd: app,
+        env: { ...process.env, IDEMKIT_PEER_DATABASE_URL: database.url, NO_COLOR: "1", FORCE_COLOR: "0" },
+        timeout: 240_000,
+      });
+      expect(`${suites.stdout}\n${suites.stderr}`).toMatch(/Tests\s+\d+ passed/);
+    } finally {
+      await database.drop();
+    }
+  }, 600_000);
+});
