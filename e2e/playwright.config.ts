@@ -1,7 +1,8 @@
 /**
  * The checkout demo (apps/web, production build) in Chromium, twice: on embedded PGlite (port 3100) and on
  * PostgreSQL (port 3101, when E2E_DATABASE_URL is set; `npm run e2e` starts a throwaway server and sets it).
- * Both servers run with IDEMKIT_FAULTS=1 so tests can arm the fault switches.
+ * Both servers run with IDEMKIT_FAULTS=1 so tests can arm the fault switches. When E2E_T3_APP names a built T3 app
+ * (`npm run e2e` makes one, see t3/prepare.ts), its post form is tested too (port 3102, the tests in t3/).
  */
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -29,7 +30,9 @@ if (process.env.E2E_DATABASE_URL) {
   targets.push({ name: "postgres", port: 3101, env: { DATABASE_URL: process.env.E2E_DATABASE_URL } });
 }
 
-const webServer: PlaywrightTestConfig["webServer"] = targets.map(({ port, env }) => ({
+type WebServer = Exclude<NonNullable<PlaywrightTestConfig["webServer"]>, unknown[]>;
+
+const webServer: WebServer[] = targets.map(({ port, env }) => ({
   command: `node ${NEXT} start --port ${port}`,
   cwd: WEB,
   url: `http://127.0.0.1:${port}/api/trpc/checkout.products`,
@@ -40,8 +43,28 @@ const webServer: PlaywrightTestConfig["webServer"] = targets.map(({ port, env })
   stderr: "pipe",
 }));
 
-export default defineConfig({
+const projects: PlaywrightTestConfig["projects"] = targets.map(({ name, port }) => ({
+  name,
   testDir: "tests",
+  use: { baseURL: `http://127.0.0.1:${port}` },
+}));
+const t3App = process.env.E2E_T3_APP;
+if (t3App) {
+  const T3_PORT = 3102;
+  projects.push({ name: "t3", testDir: "t3", use: { baseURL: `http://127.0.0.1:${T3_PORT}` } });
+  webServer.push({
+    command: `node node_modules/next/dist/bin/next start --port ${T3_PORT}`,
+    cwd: t3App,
+    url: `http://127.0.0.1:${T3_PORT}/`,
+    env: { NEXT_TELEMETRY_DISABLED: "1" },
+    reuseExistingServer: false,
+    timeout: 60_000,
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+}
+
+export default defineConfig({
   fullyParallel: true,
   workers: 2,
   retries: 0,
@@ -53,6 +76,6 @@ export default defineConfig({
     launchOptions: chromiumLaunchOptions,
     trace: "retain-on-failure",
   },
-  projects: targets.map(({ name, port }) => ({ name, use: { baseURL: `http://127.0.0.1:${port}` } })),
+  projects,
   webServer,
 });

@@ -1,49 +1,74 @@
 /**
  * `npm run e2e`: starts a throwaway PostgreSQL (or uses DATABASE_URL), gives the demo a database of its own on it
- * (and its confirmation worker) and a fresh PGlite folder, runs Playwright against both, and cleans up. Extra arguments go to `playwright test`.
+ * (and its confirmation worker) and a fresh PGlite folder, makes the T3 app (t3/prepare.ts) on another database,
+ * runs Playwright against all three, and cleans up. Extra arguments go to `playwright test`.
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDatabase, startPostgres } from "@idemkit/testkit";
+import { prepareT3App } from "./t3/prepare.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const playwright = createRequire(import.meta.url).resolve("@playwright/test/cli");
 
-const server = process.env.DATABASE_URL ? undefined : await startPostgres();
-const database = await createDatabase(process.env.DATABASE_URL ?? server?.url ?? "", "idemkit_e2e");
-const pgliteDir = await mkdtemp(join(tmpdir(), "idemkit-e2e-pglite-"));
+/** Undoes what was set up so far, last first, whatever failed on the way. */
+const cleanups: Array<() => Promise<unknown>> = [];
 
-// On PostgreSQL the demo sends order confirmations from a worker process of its own, as `npm run worker` does.
-const worker = spawn(
-  process.execPath,
-  ["--import", "tsx", join(here, "..", "apps", "web", "src", "server", "worker.ts")],
-  {
-    stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, DATABASE_URL: database.url },
-  },
-);
-
-let exitCode = 1;
-try {
-  exitCode = await new Promise<number>((resolve, reject) => {
-    const child = spawn(process.execPath, [playwright, "test", ...process.argv.slice(2)], {
-      cwd: here,
-      stdio: "inherit",
-      env: { ...process.env, E2E_DATABASE_URL: database.url, E2E_PGLITE_DIR: pgliteDir },
-    });
+/** Resolves with the child's exit code once it exited. */
+function exited(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
     child.on("error", reject);
     child.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
+}
+
+let exitCode = 1;
+try {
+  const server = process.env.DATABASE_URL ? undefined : await startPostgres();
+  if (server) cleanups.push(() => server.stop());
+  const serverUrl = process.env.DATABASE_URL ?? server?.url ?? "";
+  const database = await createDatabase(serverUrl, "idemkit_e2e");
+  cleanups.push(() => database.drop());
+  const pgliteDir = await mkdtemp(join(tmpdir(), "idemkit-e2e-pglite-"));
+  cleanups.push(() => rm(pgliteDir, { recursive: true, force: true }));
+  const t3Database = await createDatabase(serverUrl, "idemkit_e2e_t3");
+  cleanups.push(() => t3Database.drop());
+  const t3 = await prepareT3App(t3Database.url);
+  cleanups.push(() => t3.remove());
+  const versions = Object.entries(t3.versions).map(([name, version]) => `${name} ${version}`);
+  console.log(`T3 app: create-t3-app 7.40.0 with ${versions.join(", ")}`);
+
+  // On PostgreSQL the demo sends order confirmations from a worker process of its own, as `npm run worker` does.
+  const worker = spawn(
+    process.execPath,
+    ["--import", "tsx", join(here, "..", "apps", "web", "src", "server", "worker.ts")],
+    { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, DATABASE_URL: database.url } },
+  );
+  const workerExited = exited(worker);
+  cleanups.push(async () => {
+    worker.kill("SIGTERM");
+    await workerExited;
+  });
+
+  const tests = spawn(process.execPath, [playwright, "test", ...process.argv.slice(2)], {
+    cwd: here,
+    stdio: "inherit",
+    env: {
+      ...process.env,
+      E2E_DATABASE_URL: database.url,
+      E2E_PGLITE_DIR: pgliteDir,
+      E2E_T3_APP: t3.dir,
+      E2E_T3_DATABASE_URL: t3Database.url,
+    },
+  });
+  exitCode = await exited(tests);
+} catch (error) {
+  console.error(error);
 } finally {
-  worker.kill("SIGTERM");
-  const running = worker.exitCode === null && worker.signalCode === null;
-  if (running) await new Promise((resolve) => worker.once("exit", resolve));
-  await database.drop().catch(() => {});
-  await server?.stop();
-  await rm(pgliteDir, { recursive: true, force: true });
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
 }
 process.exit(exitCode);

@@ -56,6 +56,7 @@ function render(options: Parameters<typeof useIdempotentMutation<typeof api.post
     createElement(api.Provider, {
       client: trpcClient,
       queryClient,
+      // biome-ignore lint/correctness/noChildrenProp: the Provider's props type requires children among them
       children: createElement(QueryClientProvider, { client: queryClient }, children),
     });
   return renderHook(() => useIdempotentMutation(api.post.create, options), { wrapper });
