@@ -28,6 +28,8 @@ export interface Instance {
   base: string;
   /** Kills the process at once (SIGKILL), as a crash would. */
   kill(): void;
+  /** Sends SIGTERM, as a deploy would; resolves with the exit code once the process has exited. */
+  terminate(): Promise<number | null>;
   /**
    * How many uncaught exceptions and unhandled rejections this process logged (Next.js logs them and goes on), such
    * as postgres.js's "reading 'write'" TypeError (see the README's "Failure behaviour").
@@ -50,16 +52,21 @@ process.once("exit", () => {
   for (const child of started) child.kill("SIGKILL");
 });
 
-/** Starts the built demo (`next start`) on a free port against `databaseUrl`. */
-export async function startInstance(name: string, databaseUrl: string): Promise<Instance> {
+/** Starts the built demo (`next start`) on a free port against `databaseUrl`, with `env` added to its environment. */
+export async function startInstance(
+  name: string,
+  databaseUrl: string,
+  env: Record<string, string> = {},
+): Promise<Instance> {
   if (!existsSync(`${APP_DIR}/.next/BUILD_ID`)) throw new Error("apps/web is not built: npm run build");
   const port = await freePort();
   const child = spawn(process.execPath, [NEXT, "start", "-p", String(port)], {
     cwd: APP_DIR,
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), NEXT_TELEMETRY_DISABLED: "1" },
+    env: { ...process.env, ...env, DATABASE_URL: databaseUrl, PORT: String(port), NEXT_TELEMETRY_DISABLED: "1" },
     stdio: ["ignore", "ignore", "pipe"],
   });
   started.add(child);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   child.once("exit", () => started.delete(child));
   let uncaught = 0;
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
@@ -69,6 +76,10 @@ export async function startInstance(name: string, databaseUrl: string): Promise<
     name,
     base: `http://127.0.0.1:${port}`,
     kill: () => child.kill("SIGKILL"),
+    terminate: () => {
+      child.kill("SIGTERM");
+      return exited;
+    },
     uncaught: () => uncaught,
   };
 }

@@ -6,4 +6,6 @@ export const env = {
   pgliteDir: process.env.IDEMKIT_PGLITE_DIR || undefined,
   /** `1` turns on the fault switches at `/api/faults` (tests and demos). Off in every build unless set. */
   faults: process.env.IDEMKIT_FAULTS === "1",
+  /** How long a request's body may take to arrive, in ms (router.ts's BODY_TIMEOUT_MS when unset). */
+  bodyTimeoutMs: Number(process.env.IDEMKIT_BODY_TIMEOUT_MS) || undefined,
 };

@@ -9,6 +9,7 @@ import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { and, desc, eq, inArray } from "drizzle-orm";
 import superjson from "superjson";
 import { z } from "zod";
+import { type BodyOutcome, readBody } from "./body";
 import { ORDER_PLACED, type OrderPlaced, outbox } from "./confirmations";
 import type { Database } from "./database";
 import { beforeCommit } from "./faults";
@@ -206,16 +207,40 @@ export type AppRouter = ReturnType<typeof createRouter>;
  */
 export const MAX_BODY_BYTES = 64 * 1024;
 
+/** How long a request's body may take to arrive in full; a client that stalls mid-body is answered 408. */
+export const BODY_TIMEOUT_MS = 10_000;
+
+export interface HandlerOptions {
+  /** Default BODY_TIMEOUT_MS. */
+  bodyTimeoutMs?: number | undefined;
+  /** Aborted when the process is shutting down: bodies still arriving are answered 503 at once. */
+  stop?: AbortSignal | undefined;
+}
+
+/** The answers to a body that was not read, by why. */
+const UNREAD: Record<Exclude<BodyOutcome["kind"], "read">, { status: number; code: string; message: string }> = {
+  "too-large": {
+    status: 413,
+    code: "PAYLOAD_TOO_LARGE",
+    message: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
+  },
+  "timed-out": { status: 408, code: "REQUEST_TIMEOUT", message: "The request body did not arrive in time." },
+  "cut-off": { status: 400, code: "BAD_REQUEST", message: "The request body was cut off." },
+  stopped: { status: 503, code: "SHUTTING_DOWN", message: "This instance is shutting down: send it again." },
+};
+
 /** A Fetch handler serving `router` at `/api/trpc`, the user taken from the `uid` cookie. */
-export function createHandler(router: AnyTRPCRouter) {
+export function createHandler(router: AnyTRPCRouter, { bodyTimeoutMs = BODY_TIMEOUT_MS, stop }: HandlerOptions = {}) {
   return async (req: Request) => {
-    if (!(await bodyFits(req))) {
-      const message = `The request body is larger than ${MAX_BODY_BYTES} bytes.`;
-      return Response.json({ error: { message, code: "PAYLOAD_TOO_LARGE" } }, { status: 413 });
+    const body = await readBody(req, { maxBytes: MAX_BODY_BYTES, timeoutMs: bodyTimeoutMs, stop });
+    if (body.kind !== "read") {
+      const { status, code, message } = UNREAD[body.kind];
+      const headers: HeadersInit = status === 503 ? { "retry-after": "1" } : {};
+      return Response.json({ error: { message, code } }, { status, headers });
     }
     return fetchRequestHandler({
       endpoint: "/api/trpc",
-      req,
+      req: body.request,
       router,
       createContext: ({ req: request, resHeaders }): Context => ({
         req: request,
@@ -224,21 +249,4 @@ export function createHandler(router: AnyTRPCRouter) {
       }),
     });
   };
-}
-
-/** Whether the body is within MAX_BODY_BYTES, from its declared length, else by reading a copy (chunked bodies). */
-async function bodyFits(req: Request): Promise<boolean> {
-  if (!req.body) return true;
-  const declared = req.headers.get("content-length");
-  if (declared !== null) return Number(declared) <= MAX_BODY_BYTES;
-  let size = 0;
-  const reader = req.clone().body?.getReader();
-  for (let chunk = await reader?.read(); chunk && !chunk.done; chunk = await reader?.read()) {
-    size += chunk.value.byteLength;
-    if (size > MAX_BODY_BYTES) {
-      await reader?.cancel();
-      return false;
-    }
-  }
-  return true;
 }

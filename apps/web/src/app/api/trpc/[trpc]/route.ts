@@ -1,11 +1,15 @@
 import { database } from "@/server/database";
+import { env } from "@/server/env";
 import { createHandler, createRouter } from "@/server/router";
+import { shutdownSignal } from "@/server/shutdown";
 
 let handle: Promise<(req: Request) => Promise<Response>> | undefined;
 
 async function handler(req: Request): Promise<Response> {
   try {
-    handle ??= database().then(({ db }) => createHandler(createRouter({ db })));
+    handle ??= database().then(({ db }) =>
+      createHandler(createRouter({ db }), { bodyTimeoutMs: env.bodyTimeoutMs, stop: shutdownSignal() }),
+    );
     return await (await handle)(req);
   } catch (error) {
     handle = undefined;
