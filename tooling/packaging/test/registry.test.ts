@@ -1,0 +1,148 @@
+/**
+ * The release pipeline and the README's Install section, for real: every package is published with the
+ * repository's own `changeset publish` to a throwaway local registry (Verdaccio, started here, passing everything
+ * else through to the npm registry), then an app outside the workspace runs the Install section's commands, word
+ * for word, against it and imports what they installed.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const execute = promisify(execFile);
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const VERDACCIO = join(ROOT, "node_modules", "verdaccio", "bin", "verdaccio");
+const CHANGESET = join(ROOT, "node_modules", "@changesets", "cli", "bin.js");
+/** The packages `changeset publish` publishes: every workspace that is not private. */
+const PUBLISHED = ["core", "trpc", "drizzle", "react", "redis", "pg-boss", "playwright"];
+
+/** Runs a command; a failure says what it printed. */
+async function run(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }) {
+  try {
+    const { stdout, stderr } = await execute(command, args, { ...options, timeout: 300_000, maxBuffer: 1 << 26 });
+    return `${stdout}\n${stderr}`;
+  } catch (error) {
+    const { stdout = "", stderr = "" } = error as { stdout?: string; stderr?: string };
+    throw new Error(`${command} ${args.join(" ")} failed:\n${stdout}\n${stderr}`);
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The Install section's commands, as a user would copy them: each `npm install` line, its comment dropped. */
+async function installCommands(): Promise<string[][]> {
+  const readme = await readFile(join(ROOT, "README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("\n## Install\n"));
+  const start = section.indexOf("```sh\n") + "```sh\n".length;
+  const block = section.slice(start, section.indexOf("\n```", start));
+  return block
+    .split("\n")
+    .map((line) => line.replace(/#.*$/, "").trim())
+    .filter((line) => line.startsWith("npm install "))
+    .map((line) => line.split(/\s+/));
+}
+
+let temp: string;
+let registry: ChildProcess | undefined;
+/** The environment every npm command here runs in: the local registry, and its login, instead of the user's. */
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  temp = await mkdtemp(join(tmpdir(), "idemkit-registry-"));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/`;
+  await writeFile(
+    join(temp, "config.yaml"),
+    [
+      `storage: ${join(temp, "storage")}`,
+      "auth:",
+      `  htpasswd: { file: ${join(temp, "htpasswd")}, max_users: 10 }`,
+      "uplinks:",
+      "  npmjs: { url: https://registry.npmjs.org/, timeout: 60s }",
+      "packages:",
+      // idemkit's own come only from here: never the public registry's, whatever it holds under the name.
+      "  '@idemkit/*': { access: $all, publish: $authenticated }",
+      "  '**': { access: $all, proxy: npmjs }",
+      "log: { type: stdout, format: pretty, level: warn }",
+      "",
+    ].join("\n"),
+  );
+  registry = spawn(
+    process.execPath,
+    [VERDACCIO, "--config", join(temp, "config.yaml"), "--listen", `127.0.0.1:${port}`],
+    {
+      stdio: "ignore",
+    },
+  );
+  for (let attempt = 0; ; attempt++) {
+    const ping = await fetch(`${url}-/ping`).catch(() => undefined);
+    if (ping?.ok) break;
+    if (attempt > 300) throw new Error("verdaccio did not start");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  // The login `npm adduser` makes: a user on the registry, and its token.
+  const login = await fetch(`${url}-/user/org.couchdb.user:release`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "release", password: globalThis.crypto.randomUUID() }),
+  });
+  const { token } = (await login.json()) as { token: string };
+  const npmrc = join(temp, "npmrc");
+  await writeFile(npmrc, `registry=${url}\n//127.0.0.1:${port}/:_authToken=${token}\naudit=false\nfund=false\n`);
+  env = { ...process.env, npm_config_userconfig: npmrc, npm_config_registry: url };
+}, 60_000);
+afterAll(async () => {
+  registry?.kill();
+  await rm(temp, { recursive: true, force: true });
+});
+
+describe("the release pipeline and the Install section, on a local registry", () => {
+  it("publishes every package with changeset publish", async () => {
+    const printed = await run(process.execPath, [CHANGESET, "publish", "--no-git-tag"], { cwd: ROOT, env });
+    for (const name of PUBLISHED) {
+      const { version } = JSON.parse(await readFile(join(ROOT, "packages", name, "package.json"), "utf8"));
+      const { stdout } = await execute("npm", ["view", `@idemkit/${name}`, "version"], { env });
+      expect(stdout.trim(), `${name}: ${printed}`).toBe(version);
+    }
+  }, 300_000);
+
+  it("installs the packages by name, exactly as the README says, and they load", async () => {
+    const app = join(temp, "app");
+    await mkdir(app);
+    await writeFile(join(app, "package.json"), JSON.stringify({ name: "install-app", private: true, type: "module" }));
+    const commands = await installCommands();
+    expect(commands.length).toBeGreaterThan(0);
+    for (const [command = "npm", ...args] of commands) await run(command, args, { cwd: app, env });
+
+    const manifest = JSON.parse(await readFile(join(app, "package.json"), "utf8"));
+    expect(Object.keys(manifest.dependencies).sort()).toEqual(["@idemkit/drizzle", "@idemkit/react", "@idemkit/trpc"]);
+    const loaded = await run(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        [
+          'const trpc = await import("@idemkit/trpc");',
+          'const client = await import("@idemkit/trpc/client");',
+          'const drizzle = await import("@idemkit/drizzle");',
+          'const react = await import("@idemkit/react");',
+          "console.log(JSON.stringify([typeof trpc.idempotency, typeof client.idempotencyLink,",
+          "  typeof drizzle.drizzleStore, typeof react.useIdempotentMutation]));",
+        ].join("\n"),
+      ],
+      { cwd: app, env },
+    );
+    expect(loaded).toContain(JSON.stringify(["function", "function", "function", "function"]));
+  }, 300_000);
+});
