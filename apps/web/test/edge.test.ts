@@ -1,10 +1,14 @@
 /**
- * The built demo's edge as a real `next start` process over real HTTP: a chunked body past the limit, one that
+ * The built demo as a real `next start` process over real HTTP: the README's curl example, run as written; and its
+ * edge: a chunked body past the limit, one that
  * never ends and one that stops halfway are each answered within a bound, and a SIGTERM while a request is stuck
  * mid-body, or while a call is still running, still lets the process exit; the call's retry runs it once. Needs the
  * build (`npm test` builds first).
  */
+import { execFile } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import { request } from "node:http";
+import { promisify } from "node:util";
 import { createDatabase } from "@idemkit/testkit";
 import postgres from "postgres";
 import superjson from "superjson";
@@ -78,6 +82,23 @@ function postChunked(base: string, send: (body: BodyWriter) => Promise<void>): P
 }
 
 const cart = (padding = "") => JSON.stringify({ ...superjson.serialize({ items: [{ sku: "tea", qty: 1 }] }), padding });
+
+describe("the README's curl example", () => {
+  it("places an order as written, and run twice, replays it: Idempotent-Replayed and the same order", async () => {
+    const readme = await readFile(new URL("../../../README.md", import.meta.url), "utf8");
+    const [, block = ""] = /```sh\n(KEY=[\s\S]*?curl -i localhost:3000[\s\S]*?)\n```/.exec(readme) ?? [];
+    const [keyLine = "", ...curl] = block.replaceAll("localhost:3000", new URL(app.base).host).split("\n");
+    const script = [keyLine, ...curl, 'echo "--- again"', ...curl].join("\n");
+    const { stdout } = await promisify(execFile)("bash", ["-c", script]);
+    const [first = "", second = ""] = stdout.split("--- again");
+    expect(first).toMatch(/^HTTP\/1\.1 200/);
+    expect(second).toMatch(/^\s*HTTP\/1\.1 200/);
+    expect(second.toLowerCase()).toContain("idempotent-replayed: true");
+    const body = (answer: string) => answer.slice(answer.indexOf("\r\n\r\n")).trim();
+    expect(body(second)).toBe(body(first));
+    expect(JSON.parse(body(first)).result.data.json).toMatchObject({ orderId: expect.any(Number) });
+  });
+});
 
 describe("the demo's edge", () => {
   it("answers 413 to a chunked body past the limit, as to a declared one", async () => {

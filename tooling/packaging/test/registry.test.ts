@@ -1,8 +1,8 @@
 /**
  * The release pipeline and the README's Install section, for real: every package is published with the
  * repository's own `changeset publish` to a throwaway local registry (Verdaccio, started here, passing everything
- * else through to the npm registry), then an app outside the workspace runs the Install section's commands, word
- * for word, against it and imports what they installed.
+ * else through to the npm registry), then an app outside the workspace runs the README's install commands (the
+ * Install section's and pg-boss's), word for word, against it and imports what they installed.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -40,16 +40,16 @@ function freePort(): Promise<number> {
   });
 }
 
-/** The Install section's commands, as a user would copy them: each `npm install` line, its comment dropped. */
+/**
+ * The README's commands that install idemkit by name (the Install section's, pg-boss's), as a user would copy them:
+ * each `npm install @idemkit/...` line of a shell block, its comment dropped.
+ */
 async function installCommands(): Promise<string[][]> {
   const readme = await readFile(join(ROOT, "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("\n## Install\n"));
-  const start = section.indexOf("```sh\n") + "```sh\n".length;
-  const block = section.slice(start, section.indexOf("\n```", start));
-  return block
-    .split("\n")
+  return [...readme.matchAll(/```sh\n([\s\S]*?)\n```/g)]
+    .flatMap(([, block = ""]) => block.split("\n"))
     .map((line) => line.replace(/#.*$/, "").trim())
-    .filter((line) => line.startsWith("npm install "))
+    .filter((line) => line.startsWith("npm install @idemkit/"))
     .map((line) => line.split(/\s+/));
 }
 
@@ -126,7 +126,13 @@ describe("the release pipeline and the Install section, on a local registry", ()
     for (const [command = "npm", ...args] of commands) await run(command, args, { cwd: app, env });
 
     const manifest = JSON.parse(await readFile(join(app, "package.json"), "utf8"));
-    expect(Object.keys(manifest.dependencies).sort()).toEqual(["@idemkit/drizzle", "@idemkit/react", "@idemkit/trpc"]);
+    expect(Object.keys(manifest.dependencies).sort()).toEqual([
+      "@idemkit/drizzle",
+      "@idemkit/pg-boss",
+      "@idemkit/react",
+      "@idemkit/trpc",
+      "pg-boss",
+    ]);
     const loaded = await run(
       process.execPath,
       [
@@ -137,12 +143,13 @@ describe("the release pipeline and the Install section, on a local registry", ()
           'const client = await import("@idemkit/trpc/client");',
           'const drizzle = await import("@idemkit/drizzle");',
           'const react = await import("@idemkit/react");',
+          'const jobs = await import("@idemkit/pg-boss");',
           "console.log(JSON.stringify([typeof trpc.idempotency, typeof client.idempotencyLink,",
-          "  typeof drizzle.drizzleStore, typeof react.useIdempotentMutation]));",
+          "  typeof drizzle.drizzleStore, typeof react.useIdempotentMutation, typeof jobs.createJobs]));",
         ].join("\n"),
       ],
       { cwd: app, env },
     );
-    expect(loaded).toContain(JSON.stringify(["function", "function", "function", "function"]));
+    expect(loaded).toContain(JSON.stringify(Array(5).fill("function")));
   }, 300_000);
 });
