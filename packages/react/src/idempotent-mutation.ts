@@ -94,6 +94,11 @@ export interface IdempotentMutationState {
   /** When the next retry is sent, in ms since the epoch; undefined when none is waiting. For "retrying in 2 s". */
   nextRetryAt: number | undefined;
   /**
+   * While a retry waits (`nextRetryAt` set): the HTTP status the failed attempt was answered with (a 503, a 429),
+   * or undefined when no answer came. For "the shop had a problem, trying again" rather than "connection lost".
+   */
+  failedAttemptStatus: number | undefined;
+  /**
    * While this press waits for another tab sending the same input: when it stops waiting and sends itself, in ms
    * since the epoch (see `tabWaitMs`); undefined when it is not waiting. For "another tab is placing this order".
    */
@@ -114,6 +119,12 @@ export interface IdempotentMutationState {
    * `running` is asked again until `lookupMaxRunningMs`, and then shown as `unknown`.
    */
   outcome: IdempotencyOutcomeAnswer | undefined;
+  /**
+   * True while the hook asks the `lookup` what became of the current action: from the moment a reload finds it in
+   * storage (or the link gave up) until the lookup settles it. For "checking whether your order went through", with
+   * the button disabled: pressing then would only guess.
+   */
+  isCheckingOutcome: boolean;
 }
 
 /** TanStack Query's mutation result, with `mutate`, `mutateAsync` and `reset` working on actions. */
@@ -179,6 +190,7 @@ interface Running<TOutput> {
 interface Progress {
   attempt: number;
   nextRetryAt: number | undefined;
+  failedAttemptStatus: number | undefined;
   waitingForTabUntil: number | undefined;
   replayed: boolean;
   offline: boolean;
@@ -187,6 +199,7 @@ interface Progress {
 const IDLE: Progress = {
   attempt: 0,
   nextRetryAt: undefined,
+  failedAttemptStatus: undefined,
   waitingForTabUntil: undefined,
   replayed: false,
   offline: false,
@@ -251,6 +264,8 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
     [store],
   );
   const lookingUp = useRef<AbortController | undefined>(undefined);
+  /** The key of the action the lookup is being asked about, until it settles. */
+  const [checking, setChecking] = useState<string>();
 
   const mounted = useRef(false);
   useEffect(() => {
@@ -275,6 +290,7 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
       const applies = () =>
         !abort.signal.aborted && mounted.current && action.current?.key === current.key && !running.current;
       let done = false;
+      setChecking(current.key);
       settledOutcome(ask, { path, key: current.key }, { signal: abort.signal, maxRunningMs }, (outcome) => {
         if (!applies()) return;
         if (outcome.state === "failed") {
@@ -287,6 +303,8 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
         setFound({ key: current.key, outcome });
       }).finally(() => {
         done = true;
+        // A newer round of asking (another action, a reload's) is not settled by this one.
+        if (lookingUp.current === abort) setChecking(undefined);
       });
       return { abort, settled: () => done };
     },
@@ -519,12 +537,14 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
     key,
     attempt: progress.attempt,
     nextRetryAt: progress.nextRetryAt,
+    failedAttemptStatus: progress.failedAttemptStatus,
     waitingForTabUntil: progress.waitingForTabUntil,
     replayed: progress.replayed,
     // Once the lookup found the action refused, pressing again is a new attempt, not a retry of this one.
     retryable: mutation.error ? outcome?.state !== "failed" && isRetryableError(mutation.error) : undefined,
     isPaused: mutation.isPaused || progress.offline,
     outcome,
+    isCheckingOutcome: checking !== undefined && checking === key,
   };
   if (mutation.isIdle && restored) {
     return {
@@ -558,18 +578,21 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
   ) as IdempotentMutationResult<TOutput, TError, TInput>;
 }
 
+/** No retry waiting, so no failed attempt to tell about. */
+const NOT_WAITING = { nextRetryAt: undefined, failedAttemptStatus: undefined } as const;
+
 function nextProgress(current: Progress, event: IdempotencyProgress): Progress {
   switch (event.type) {
     case "request":
-      return { ...current, attempt: event.attempt, nextRetryAt: undefined, offline: false };
+      return { ...current, attempt: event.attempt, ...NOT_WAITING, offline: false };
     case "retry":
-      return { ...current, nextRetryAt: event.retryAt };
+      return { ...current, nextRetryAt: event.retryAt, failedAttemptStatus: event.status };
     case "offline":
-      return { ...current, nextRetryAt: undefined, offline: true };
+      return { ...current, ...NOT_WAITING, offline: true };
     case "success":
-      return { ...current, nextRetryAt: undefined, offline: false, replayed: event.replayed };
+      return { ...current, ...NOT_WAITING, offline: false, replayed: event.replayed };
     case "failure":
       // The link gave up (offline past its budget, among others): nothing waits for the connection any more.
-      return { ...current, nextRetryAt: undefined, offline: false };
+      return { ...current, ...NOT_WAITING, offline: false };
   }
 }

@@ -182,6 +182,23 @@ describe("an action abandoned by reset()", () => {
     expect(sent).toHaveLength(2);
   });
 
+  it("says what the attempt a retry waits after was answered: a status, or nothing (the connection was lost)", async () => {
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    sent[0]?.answer(503, busy);
+    await settle();
+    expect(result.current).toMatchObject({ failedAttemptStatus: 503, nextRetryAt: expect.any(Number) });
+    await act(() => vi.advanceTimersByTimeAsync(30_000));
+    sent[1]?.drop();
+    await settle();
+    expect(result.current).toMatchObject({ failedAttemptStatus: undefined, nextRetryAt: expect.any(Number) });
+    await act(() => vi.advanceTimersByTimeAsync(30_000));
+    sent[2]?.answer(200, placed(1));
+    await settle();
+    expect(result.current).toMatchObject({ isSuccess: true, failedAttemptStatus: undefined, nextRetryAt: undefined });
+  });
+
   it("neither retries nor reports into the next action", async () => {
     const { result } = render();
     act(() => result.current.mutate(tea));
@@ -488,6 +505,39 @@ describe("the outcome lookup", () => {
       expect(sent[0]?.key).not.toBe(key);
     },
   );
+
+  it("says it is checking from the moment a reload finds the action until the lookup answers", async () => {
+    const key = globalThis.crypto.randomUUID();
+    leftBehind(key);
+    let answer: (outcome: IdempotencyOutcomeAnswer) => void = () => {};
+    const lookup = () =>
+      new Promise<IdempotencyOutcomeAnswer>((resolve) => {
+        answer = resolve;
+      });
+    const { result } = render({ lookup });
+    await settle();
+    expect(result.current).toMatchObject({ key, isCheckingOutcome: true, outcome: undefined, isIdle: true });
+    answer({ state: "unknown" });
+    await settle();
+    expect(result.current).toMatchObject({ key, isCheckingOutcome: false, outcome: { state: "unknown" } });
+  });
+
+  it("stops saying it is checking when the lookup fails, and while a running call is asked about again", async () => {
+    const key = globalThis.crypto.randomUUID();
+    leftBehind(key);
+    let asked = 0;
+    const lookup = async () => {
+      asked++;
+      if (asked === 1) return { state: "running" } as const;
+      throw new Error("lookup unreachable");
+    };
+    const { result } = render({ lookup });
+    await settle();
+    expect(result.current).toMatchObject({ isCheckingOutcome: true, outcome: { state: "running" } });
+    await act(() => vi.advanceTimersByTimeAsync(1_000));
+    expect(asked).toBe(2);
+    expect(result.current.isCheckingOutcome).toBe(false);
+  });
 
   it("under StrictMode (the effect that asks runs twice), still shows what it found", async () => {
     const key = globalThis.crypto.randomUUID();

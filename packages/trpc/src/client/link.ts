@@ -41,6 +41,11 @@ export type IdempotencyProgress =
       attempt: number;
       delayMs: number;
       retryAt: number;
+      /**
+       * The HTTP status the failed attempt was answered with (a 503, a 429), or undefined when no answer came (the
+       * connection was lost): what a form says while it waits, "the shop had a problem" or "connection lost".
+       */
+      status: number | undefined;
       error: TRPCClientError<AnyTRPCRouter>;
     }
   | { type: "offline"; key: string; attempt: number }
@@ -194,7 +199,7 @@ async function mutateWithRetries(
       report({ type: "failure", key, attempt, retryable, error });
       throw error;
     }
-    report({ type: "retry", key, attempt, delayMs, retryAt: nowMs + delayMs, error });
+    report({ type: "retry", key, attempt, delayMs, retryAt: nowMs + delayMs, status: statusOf(error), error });
     await clock.sleep(delayMs, signal);
   }
 }
