@@ -32,6 +32,9 @@ export async function openCheckout(page: Page): Promise<void> {
 export const placeOrderButton = (page: Page) => page.getByRole("button", { name: "Place order" });
 export const statusLine = (page: Page) => page.getByRole("status");
 export const orderList = (page: Page) => page.getByRole("list", { name: "Your orders" }).getByRole("listitem");
+/** How many of a product (by its name, "Gooseneck kettle") the cart holds, as the page shows it. */
+export const quantityIn = (page: Page, product: string) =>
+  page.getByRole("region", { name: "Cart" }).getByRole("listitem").filter({ hasText: product }).locator(".count");
 
 /** The user's orders as the server has them. */
 export async function ordersOf(request: APIRequestContext): Promise<PlacedOrder[]> {
@@ -48,4 +51,24 @@ export async function armFaults(
 ): Promise<void> {
   const response = await request.post("/api/faults", { data: plan });
   expect(response.status()).toBe(200);
+}
+
+/**
+ * Holds the page's outcome lookups (`idempotencyOutcome`, alone or in a batch) in the browser until `release()`:
+ * the moment after a reload when the page does not yet know whether its order went through lasts as long as the
+ * test needs to look at it.
+ */
+export async function holdOutcomeLookups(page: Page): Promise<() => void> {
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  await page.route(
+    (url) => url.pathname.includes("idempotencyOutcome"),
+    async (route) => {
+      await released;
+      await route.continue();
+    },
+  );
+  return release;
 }

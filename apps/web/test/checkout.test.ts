@@ -17,7 +17,7 @@ import { ORDER_PLACED, type OrderPlaced, sendConfirmation } from "../src/server/
 import { type OpenDatabase, openDatabase } from "../src/server/database";
 import { armFaults } from "../src/server/faults";
 import { type AppRouter, createHandler, createRouter, MAX_BODY_BYTES } from "../src/server/router";
-import { orderLines, payments } from "../src/server/schema";
+import { orderLines, orders, payments } from "../src/server/schema";
 
 let dataDir: string;
 let database: OpenDatabase;
@@ -71,7 +71,7 @@ it("places an order once per key and replays it to the retry", async () => {
   const items = [{ sku: "tea", qty: 2 }];
   const first = await client.checkout.placeOrder.mutate({ items });
   const retry = await client.checkout.placeOrder.mutate({ items });
-  expect(first).toEqual({ orderId: expect.any(Number), totalCents: 1_300, createdAt: expect.any(Date) });
+  expect(first).toEqual({ orderId: expect.any(Number), totalCents: 1_300, createdAt: expect.any(Date), items });
   expect(retry).toEqual(first);
   expect(await client.checkout.orders.query()).toEqual([
     {
@@ -93,17 +93,22 @@ it("places an order once per key and replays it to the retry", async () => {
 });
 
 it("places one order for a storm of duplicates: 12 at once and 3 late, one key, through the app's handler", async () => {
+  const { db } = database;
+  const handler = createHandler(createRouter({ db }));
+  // The README's example (its "Test your own form"), word for word.
+  // #region fire-duplicates
   const storm = await fireDuplicates({
-    target: createHandler(createRouter({ db: database.db })),
+    target: handler, // the app's Fetch handler, (req: Request) => Promise<Response>, as its route serves it
     procedure: "checkout.placeOrder",
     input: { items: [{ sku: "kettle", qty: 1 }] },
-    serialize: superjson.serialize,
-    headers: { cookie: "uid=storm" },
-    concurrent: 12,
+    serialize: superjson.serialize, // as the app's transformer sends an input
+    headers: { cookie: "uid=storm" }, // who is asking
+    concurrent: 12, // at once, then 3 one after another
     late: 3,
-    count: async () => (await clientWithKey("unused", "uid=storm").checkout.orders.query()).length,
+    count: async () => (await db.select().from(orders).where(eq(orders.userId, "storm"))).length,
   });
-  expect(storm.ran, String(storm)).toBe(1);
+  expect(storm.ran, String(storm)).toBe(1); // on failure: every answer, with its status and whether it was replayed
+  // #endregion fire-duplicates
   // Every duplicate waits for the first (atomic mode) and gets its answer: none is refused, none runs again.
   expect(storm.statuses, String(storm)).toEqual({ 200: 15 });
   expect(storm.replays, String(storm)).toBe(14);

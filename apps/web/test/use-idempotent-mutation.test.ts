@@ -330,7 +330,7 @@ describe("types", () => {
     type Input = Parameters<typeof result.current.mutate>[0];
     expectTypeOf<Input>().toEqualTypeOf<{ items: { sku: string; qty: number }[] }>();
     expectTypeOf(result.current.data).toEqualTypeOf<
-      { orderId: number; totalCents: number; createdAt: Date } | undefined
+      { orderId: number; totalCents: number; createdAt: Date; items: { sku: string; qty: number }[] } | undefined
     >();
     expectTypeOf(result.current.mutateAsync).returns.resolves.toHaveProperty("orderId").toEqualTypeOf<number>();
     expectTypeOf(result.current.key).toEqualTypeOf<string | undefined>();

@@ -2,7 +2,9 @@
 /**
  * The checkout: a cart, a "Place order" button on useIdempotentMutation, a status line that says what the
  * button's action is doing, and the user's orders. The cart is the action's input: the same cart is the same
- * action (pressing again replays), a changed cart is a new one.
+ * action (pressing again replays), a changed cart is a new one. The cart and the status line speak of the same
+ * order: after a reload the cart becomes the order the page found, and a cart changed since its order was placed
+ * is said to be another.
  */
 import { useIdempotentMutation } from "@idemkit/react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
@@ -11,6 +13,7 @@ import { OrderNote } from "./order-note";
 import { useTRPC, useTRPCClient } from "./trpc";
 
 type Cart = Record<string, number>;
+type CartLine = { sku: string; qty: number };
 
 const money = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD" });
 const price = (cents: number) => money.format(cents / 100);
@@ -33,6 +36,16 @@ export function Checkout() {
     lookup: (input, { signal }) => trpcClient.idempotencyOutcome.query(input, { signal }),
   });
   const now = useClock(order.nextRetryAt !== undefined || order.waitingForTabUntil !== undefined);
+
+  // The cart of the action the page shows: the one it was sent with, or, for an order found after a reload (looked
+  // up, or restored while it waited offline), the one it was placed with. When it changes, the cart becomes it:
+  // the cart the page starts with is not the order it finds. Set during render, so no frame shows the two apart.
+  const actionLines = order.variables?.items ?? order.data?.items;
+  const [cartSetFrom, setCartSetFrom] = useState(actionLines);
+  if (actionLines !== cartSetFrom) {
+    setCartSetFrom(actionLines);
+    if (actionLines) setCart(cartOf(actionLines));
+  }
 
   const items = Object.entries(cart)
     .filter(([, qty]) => qty > 0)
@@ -80,7 +93,8 @@ export function Checkout() {
           <button
             type="button"
             className="primary"
-            disabled={items.length === 0 || order.isPending}
+            // Until the lookup has answered whether the order went through, pressing again would only guess.
+            disabled={items.length === 0 || order.isPending || order.isCheckingOutcome}
             onClick={() => order.mutate({ items })}
           >
             Place order
@@ -103,8 +117,10 @@ export function Checkout() {
             {
               ...order,
               orderId: order.data?.orderId,
+              // An answer stored before orders carried their cart has none to compare.
+              placedWithOtherCart: order.data?.items !== undefined && !sameLines(order.data.items, items),
               errorMessage: order.error?.message,
-              checking: order.outcome?.state === "running",
+              checking: order.isCheckingOutcome,
             },
             now,
           )}
@@ -114,7 +130,8 @@ export function Checkout() {
       <section aria-labelledby="orders-heading">
         <h2 id="orders-heading">Your orders</h2>
         {orders.data?.length === 0 && <p>No orders yet.</p>}
-        <ol className="orders" aria-label="Your orders">
+        {/* Not numbered: each order carries its own number, and "1." beside "Order #3" would be a second one. */}
+        <ul className="orders" aria-label="Your orders">
           {orders.data?.map((placed) => (
             <li key={placed.orderId} data-order-id={placed.orderId}>
               <strong>Order #{placed.orderId}</strong> · {price(placed.totalCents)} ·{" "}
@@ -126,7 +143,7 @@ export function Checkout() {
               <OrderNote orderId={placed.orderId} note={placed.note} version={placed.version} />
             </li>
           ))}
-        </ol>
+        </ul>
       </section>
     </>
   );
@@ -141,10 +158,16 @@ interface ActionView {
   replayed: boolean;
   retryable: boolean | undefined;
   orderId: number | undefined;
+  /** The order shown was placed with another cart than the one on screen: the cart changed since. */
+  placedWithOtherCart: boolean;
   errorMessage: string | undefined;
-  /** The lookup says the order found after a reload is still being placed (asked again until it settles). */
+  /** The HTTP status the attempt being retried was answered with; undefined when no answer came. */
+  failedAttemptStatus: number | undefined;
+  /** The lookup is being asked what became of the order (after a reload, or after the link gave up). */
   checking: boolean;
 }
+
+const CHECKING = "Checking whether your order went through…";
 
 /** What the button's action is doing, in words; the order number once the server has answered. */
 function statusLine(action: ActionView, now: number): string {
@@ -155,22 +178,44 @@ function statusLine(action: ActionView, now: number): string {
   }
   if (action.nextRetryAt !== undefined) {
     const seconds = Math.max(0, Math.ceil((action.nextRetryAt - now) / 1000));
-    return `Connection lost, retrying in ${seconds} s…`;
+    // Only an attempt nobody answered is a lost connection: a shop that answered is there, and failing or busy.
+    if (action.failedAttemptStatus === undefined) return `Connection lost, retrying in ${seconds} s…`;
+    return action.failedAttemptStatus >= 500
+      ? `The shop had a problem; trying again in ${seconds} s…`
+      : `The shop is busy; trying again in ${seconds} s…`;
   }
   switch (action.status) {
     case "pending":
       return "Placing order…";
     case "success":
+      if (action.placedWithOtherCart) {
+        return `Order #${action.orderId} was placed with a different cart; this one is not ordered yet.`;
+      }
       return action.replayed
         ? `Already placed: showing your order #${action.orderId}.`
         : `Order placed: #${action.orderId}.`;
     case "error":
+      if (action.checking) return CHECKING;
       return action.retryable
         ? "Could not reach the shop. Press Place order again: it will not be placed twice."
         : `Not placed: ${action.errorMessage}`;
     case "idle":
-      return action.checking ? "Checking whether your order went through…" : "";
+      return action.checking ? CHECKING : "";
   }
+}
+
+function cartOf(lines: CartLine[]): Cart {
+  return Object.fromEntries(lines.map(({ sku, qty }) => [sku, qty]));
+}
+
+/** Whether two carts hold the same products in the same quantities, in whatever order they list them. */
+function sameLines(one: CartLine[], other: CartLine[]): boolean {
+  const listed = (lines: CartLine[]) =>
+    lines
+      .map(({ sku, qty }) => `${qty} × ${sku}`)
+      .sort()
+      .join(", ");
+  return listed(one) === listed(other);
 }
 
 /** The current time, re-read four times a second while `ticking`, for the countdowns. */

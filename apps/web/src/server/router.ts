@@ -123,7 +123,8 @@ export function createRouter({ db, replayCacheSize }: RouterOptions) {
         const placed: OrderPlaced = { orderId: order.orderId };
         await outbox.enqueue(ctx.idempotency, { topic: ORDER_PLACED, payload: placed });
         await beforeCommit(ctx.userId);
-        return order;
+        // With its cart: a page that finds the order after a reload (replayed, or looked up) shows what was ordered.
+        return { ...order, items: input.items };
       }),
 
       /**
