@@ -8,37 +8,11 @@ import { type IdempotencyProgress, idempotencyContext, idempotencyLink, type Lin
 import { createTRPCClient } from "@trpc/client";
 import { initTRPC } from "@trpc/server";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { testClock } from "./clock.js";
 
 const t = initTRPC.create();
 const router = t.router({ placeOrder: t.procedure.mutation(() => ({ orderId: 1 })) });
 type Router = typeof router;
-
-/** A clock whose sleeps end only when the test moves it past them. */
-function testClock() {
-  let now = 0;
-  const sleeping: Array<{ until: number; wake: () => void }> = [];
-  const clock: LinkClock = {
-    now: () => now,
-    sleep: (ms, signal) =>
-      new Promise((resolve, reject) => {
-        const sleeper = { until: now + ms, wake: resolve };
-        sleeping.push(sleeper);
-        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-      }),
-  };
-  return {
-    clock,
-    sleeping,
-    /** Moves time on by `ms`, waking what sleeps until then. */
-    advance(ms: number) {
-      now += ms;
-      for (const sleeper of sleeping.splice(0)) {
-        if (sleeper.until <= now) sleeper.wake();
-        else sleeping.push(sleeper);
-      }
-    },
-  };
-}
 
 let online = true;
 let keys: Array<string | null>;

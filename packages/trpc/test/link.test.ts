@@ -1,10 +1,20 @@
 /**
- * The client contract (DESIGN.md §3) for `idempotencyLink`, against the real middleware and a real PostgreSQL
- * store over HTTP on 127.0.0.1, with a fault-injecting proxy between client and server.
+ * The client contract (DESIGN.md §3) for `idempotencyLink` and for `idempotencyRetryLink` over each of tRPC's own
+ * terminating links, against the real middleware and a real PostgreSQL store over HTTP on 127.0.0.1, with a
+ * fault-injecting proxy between client and server.
  */
 import { drizzleStore } from "@idemkit/drizzle";
 import { type FaultProxy, openPostgres, type ServedHandler, serveFetch, startFaultProxy } from "@idemkit/testkit";
-import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
+import {
+  createTRPCClient,
+  type HTTPHeaders,
+  httpBatchLink,
+  httpBatchStreamLink,
+  httpLink,
+  splitLink,
+  TRPCClientError,
+  type TRPCLink,
+} from "@trpc/client";
 import { initTRPC } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import superjson from "superjson";
@@ -14,12 +24,17 @@ import {
   type IdempotencyLinkOptions,
   type IdempotencyProgress,
   idempotencyContext,
+  idempotencyHeaders,
   idempotencyLink,
+  idempotencyRetryLink,
   isRetryableError,
+  KeyedBatchError,
+  type LinkClock,
 } from "../src/client/index.js";
 import { idempotency } from "../src/index.js";
 import { type AppOptions, type AppRouter, BUSINESS_TABLES, createApp } from "./app.js";
 import { mutate } from "./client.js";
+import { testClock } from "./clock.js";
 
 let database: Awaited<ReturnType<typeof openPostgres>>;
 const closers: Array<{ close(): Promise<void> }> = [];
@@ -35,20 +50,96 @@ afterEach(async () => {
 
 const fast = { baseDelayMs: 20, maxDelayMs: 100 };
 
-/** The fixture app behind a fault proxy, and a tRPC client that reaches it through the link. */
-async function start(options: Partial<AppOptions> = {}, retry: IdempotencyLinkOptions<AppRouter>["retry"] = fast) {
+type Retry = IdempotencyLinkOptions<AppRouter>["retry"];
+type Policy = Pick<IdempotencyLinkOptions<AppRouter>, "retry" | "clock">;
+
+/** How a client is put together: the links, given the server's URL, the app's own headers and the retry policy. */
+interface Transport {
+  name: string;
+  links(url: string, headers: HTTPHeaders, policy: Policy): TRPCLink<AppRouter>[];
+  /** Whether queries sent together leave in one request. */
+  batchesQueries: boolean;
+  /** Whether mutations sent together would leave in one request, where one key cannot serve them. */
+  batchesMutations: boolean;
+  /** Whether the status and headers of an answer whose body is not tRPC's JSON (a proxy's page) reach the link. */
+  readsEveryStatus: boolean;
+  /**
+   * Whether the headers the middleware sets for one call (Idempotent-Replayed, Retry-After) reach the link. A
+   * streamed batch sends its headers before any of its calls has run, so there they cannot.
+   */
+  carriesCallHeaders: boolean;
+}
+
+const transformer = superjson;
+const keyed = (headers: HTTPHeaders) => (opts: Parameters<typeof idempotencyHeaders>[0]) => ({
+  ...headers,
+  ...idempotencyHeaders(opts),
+});
+
+const TRANSPORTS: Transport[] = [
+  {
+    name: "idempotencyLink before httpBatchLink",
+    links: (url, headers, policy) => [
+      idempotencyLink<AppRouter>({ url, transformer, headers, ...policy }),
+      httpBatchLink({ url, transformer, headers }),
+    ],
+    batchesQueries: true,
+    batchesMutations: false,
+    readsEveryStatus: true,
+    carriesCallHeaders: true,
+  },
+  {
+    name: "idempotencyRetryLink in splitLink's mutation branch, over httpLink; httpBatchLink for the rest",
+    links: (url, headers, policy) => [
+      splitLink({
+        condition: (op) => op.type === "mutation",
+        true: [idempotencyRetryLink(policy), httpLink({ url, transformer, headers: keyed(headers) })],
+        false: httpBatchLink({ url, transformer, headers }),
+      }),
+    ],
+    batchesQueries: true,
+    batchesMutations: false,
+    readsEveryStatus: false,
+    carriesCallHeaders: true,
+  },
+  {
+    name: "idempotencyRetryLink over httpLink",
+    links: (url, headers, policy) => [
+      idempotencyRetryLink(policy),
+      httpLink({ url, transformer, headers: keyed(headers) }),
+    ],
+    batchesQueries: false,
+    batchesMutations: false,
+    readsEveryStatus: false,
+    carriesCallHeaders: true,
+  },
+  {
+    name: "idempotencyRetryLink over httpBatchStreamLink",
+    links: (url, headers, policy) => [
+      idempotencyRetryLink(policy),
+      httpBatchStreamLink({ url, transformer, headers: keyed(headers) }),
+    ],
+    batchesQueries: true,
+    batchesMutations: true,
+    readsEveryStatus: false,
+    carriesCallHeaders: false,
+  },
+];
+
+/** The fixture app behind a fault proxy, and a tRPC client that reaches it through `transport`'s links. */
+async function startOver(
+  transport: Transport,
+  options: Partial<AppOptions> = {},
+  retry: Retry = fast,
+  clock?: LinkClock,
+) {
   const app = createApp({ db: database.db, ...options });
   const server: ServedHandler = await serveFetch(app.handler);
   const proxy: FaultProxy = await startFaultProxy(server.url);
   closers.push(proxy, server);
   const user = `user-${globalThis.crypto.randomUUID()}`;
-  const url = `${proxy.url}/trpc`;
-  const headers = { "x-user": user };
   const client = createTRPCClient<AppRouter>({
-    links: [
-      idempotencyLink<AppRouter>({ url, transformer: superjson, headers, retry }),
-      httpBatchLink({ url, transformer: superjson, headers }),
-    ],
+    links: transport.links(`${proxy.url}/trpc`, { "x-user": user }, { retry, clock }),
   });
   return { ...app, server, proxy, client, user };
 }
@@ -69,145 +160,176 @@ function keysOf(proxy: FaultProxy): Array<string | undefined> {
   return proxy.requests.filter((request) => request.method === "POST").map((request) => request.idempotencyKey);
 }
 
-describe("keys", () => {
-  it("mints one UUID v4 per mutation and sends it as Idempotency-Key", async () => {
-    const { client, proxy, user } = await start();
-    const first = await client.placeOrder.mutate({ sku: "tea", qty: 1 });
-    await client.placeOrder.mutate({ sku: "tea", qty: 1 });
-    const keys = keysOf(proxy);
-    expect(keys).toHaveLength(2);
-    for (const key of keys)
-      expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(keys[0]).not.toBe(keys[1]);
-    expect(first.createdAt).toBeInstanceOf(Date);
-    expect(await ordersOf(user)).toBe(2);
+describe.each(TRANSPORTS)("over $name", (transport) => {
+  const start = (options?: Partial<AppOptions>, retry?: Retry, clock?: LinkClock) =>
+    startOver(transport, options, retry, clock);
+
+  describe("keys", () => {
+    it("mints one UUID v4 per mutation and sends it as Idempotency-Key", async () => {
+      const { client, proxy, user } = await start();
+      const first = await client.placeOrder.mutate({ sku: "tea", qty: 1 });
+      await client.placeOrder.mutate({ sku: "tea", qty: 1 });
+      const keys = keysOf(proxy);
+      expect(keys).toHaveLength(2);
+      for (const key of keys)
+        expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(keys[0]).not.toBe(keys[1]);
+      expect(first.createdAt).toBeInstanceOf(Date);
+      expect(await ordersOf(user)).toBe(2);
+    });
+
+    it("uses the key from the operation context, so the same action replays instead of running again", async () => {
+      const { client, proxy, executions, user } = await start();
+      const key = globalThis.crypto.randomUUID();
+      const first = recorder();
+      const second = recorder(key);
+      const a = await client.placeOrder.mutate({ sku: "tea", qty: 2 }, { context: first.context });
+      const b = await client.placeOrder.mutate({ sku: "tea", qty: 2 }, { context: second.context });
+      const c = await client.placeOrder.mutate({ sku: "tea", qty: 2 }, { context: idempotencyContext({ key }) });
+      expect(keysOf(proxy).slice(1)).toEqual([key, key]);
+      expect(c).toEqual(b);
+      expect(a.orderId).not.toBe(b.orderId);
+      expect(executions.get("placeOrder")).toBe(2);
+      expect(await ordersOf(user)).toBe(2);
+      expect(first.progress.at(-1)).toMatchObject({ type: "success", attempt: 1, replayed: false });
+      expect(second.progress).toEqual([
+        { type: "request", key, attempt: 1 },
+        { type: "success", key, attempt: 1, replayed: false },
+      ]);
+    });
+
+    it("refuses an invalid key from the context before sending anything", async () => {
+      const { client, proxy } = await start();
+      const sending = client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context: idempotencyContext({ key: "a b" }) });
+      await expect(sending).rejects.toThrow(/Idempotency-Key.*placeOrder/);
+      expect(proxy.requests).toHaveLength(0);
+    });
+
+    it.runIf(!transport.batchesMutations)(
+      "never batches keyed mutations; queries go as the transport sends them",
+      async () => {
+        const { client, proxy } = await start();
+        await Promise.all([
+          client.placeOrder.mutate({ sku: "tea", qty: 1 }),
+          client.placeOrder.mutate({ sku: "mug", qty: 1 }),
+          client.ping.query(),
+          client.ping.query(),
+        ]);
+        const posts = proxy.requests.filter((request) => request.method === "POST");
+        expect(posts.map((request) => request.path).sort()).toEqual(["/trpc/placeOrder", "/trpc/placeOrder"]);
+        expect(new Set(posts.map((request) => request.idempotencyKey)).size).toBe(2);
+        const gets = proxy.requests.filter((request) => request.method === "GET");
+        expect(gets.map((request) => request.path)).toEqual(
+          transport.batchesQueries
+            ? [expect.stringMatching(/^\/trpc\/ping,ping\?batch=1/)]
+            : [expect.stringMatching(/^\/trpc\/ping\?/), expect.stringMatching(/^\/trpc\/ping\?/)],
+        );
+        expect(gets.map((request) => request.idempotencyKey)).toEqual(gets.map(() => undefined));
+      },
+    );
+
+    it.runIf(transport.batchesMutations)(
+      "sends a mutation alone in its batch with its key; two at once are refused before anything is sent, not retried",
+      async () => {
+        const { client, proxy, executions } = await start();
+        proxy.inject({ kind: "drop-response" });
+        await client.placeOrder.mutate({ sku: "tea", qty: 1 });
+        const [first, second] = keysOf(proxy);
+        expect(second).toBe(first);
+        expect(executions.get("placeOrder")).toBe(1);
+        const both = await Promise.allSettled([
+          client.placeOrder.mutate({ sku: "tea", qty: 2 }),
+          client.placeOrder.mutate({ sku: "mug", qty: 1 }),
+        ]);
+        for (const settled of both) {
+          expect(settled).toMatchObject({ status: "rejected", reason: { cause: expect.any(KeyedBatchError) } });
+          expect(isRetryableError(settled.status === "rejected" && settled.reason)).toBe(false);
+        }
+        expect(keysOf(proxy)).toHaveLength(2);
+        expect(executions.get("placeOrder")).toBe(1);
+      },
+    );
   });
 
-  it("uses the key from the operation context, so the same action replays instead of running again", async () => {
-    const { client, proxy, executions, user } = await start();
-    const key = globalThis.crypto.randomUUID();
-    const first = recorder();
-    const second = recorder(key);
-    const a = await client.placeOrder.mutate({ sku: "tea", qty: 2 }, { context: first.context });
-    const b = await client.placeOrder.mutate({ sku: "tea", qty: 2 }, { context: second.context });
-    const c = await client.placeOrder.mutate({ sku: "tea", qty: 2 }, { context: idempotencyContext({ key }) });
-    expect(keysOf(proxy).slice(1)).toEqual([key, key]);
-    expect(c).toEqual(b);
-    expect(a.orderId).not.toBe(b.orderId);
-    expect(executions.get("placeOrder")).toBe(2);
-    expect(await ordersOf(user)).toBe(2);
-    expect(first.progress.at(-1)).toMatchObject({ type: "success", attempt: 1, replayed: false });
-    expect(second.progress).toEqual([
-      { type: "request", key, attempt: 1 },
-      { type: "success", key, attempt: 1, replayed: false },
-    ]);
-  });
-
-  it("refuses an invalid key from the context before sending anything", async () => {
-    const { client, proxy } = await start();
-    const sending = client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context: idempotencyContext({ key: "a b" }) });
-    await expect(sending).rejects.toThrow(/Idempotency-Key.*placeOrder/);
-    expect(proxy.requests).toHaveLength(0);
-  });
-
-  it("never batches keyed mutations, while queries still go through the batching link", async () => {
-    const { client, proxy } = await start();
-    await Promise.all([
-      client.placeOrder.mutate({ sku: "tea", qty: 1 }),
-      client.placeOrder.mutate({ sku: "mug", qty: 1 }),
-      client.ping.query(),
-      client.ping.query(),
-    ]);
-    const posts = proxy.requests.filter((request) => request.method === "POST");
-    expect(posts.map((request) => request.path).sort()).toEqual(["/trpc/placeOrder", "/trpc/placeOrder"]);
-    expect(new Set(posts.map((request) => request.idempotencyKey)).size).toBe(2);
-    const gets = proxy.requests.filter((request) => request.method === "GET");
-    expect(gets).toEqual([expect.objectContaining({ path: expect.stringMatching(/^\/trpc\/ping,ping\?batch=1/) })]);
-    expect(gets[0]?.idempotencyKey).toBeUndefined();
-  });
-});
-
-describe("retries", () => {
-  it("retries with the same key when the response is lost after the server committed, and gets the stored result", async () => {
-    const { client, proxy, executions, user } = await start();
-    proxy.inject({ kind: "drop-response" });
-    const { progress, context } = recorder();
-    const order = await client.placeOrder.mutate({ sku: "kettle", qty: 1 }, { context });
-    const [first, second] = keysOf(proxy);
-    expect(second).toBe(first);
-    expect(executions.get("placeOrder")).toBe(1);
-    expect(await ordersOf(user)).toBe(1);
-    expect(order.createdAt).toBeInstanceOf(Date);
-    expect(progress.map((event) => event.type)).toEqual(["request", "retry", "request", "success"]);
-    expect(progress.at(-1)).toMatchObject({ attempt: 2, replayed: true });
-  });
-
-  it("keeps going when onProgress throws: the observer never changes the outcome", async () => {
-    const { client, proxy, executions, user } = await start();
-    proxy.inject({ kind: "drop-response" });
-    const error = vi.spyOn(console, "error").mockImplementation(() => {});
-    try {
-      const onProgress = () => {
-        throw new Error("a broken progress bar");
-      };
-      const order = await client.placeOrder.mutate(
-        { sku: "kettle", qty: 1 },
-        { context: idempotencyContext({ onProgress }) },
-      );
-      expect(order.orderId).toBeGreaterThan(0);
-      expect(keysOf(proxy)).toHaveLength(2);
+  describe("retries", () => {
+    it("retries with the same key when the response is lost after the server committed, and gets the stored result", async () => {
+      const { client, proxy, executions, user } = await start();
+      proxy.inject({ kind: "drop-response" });
+      const { progress, context } = recorder();
+      const order = await client.placeOrder.mutate({ sku: "kettle", qty: 1 }, { context });
+      const [first, second] = keysOf(proxy);
+      expect(second).toBe(first);
       expect(executions.get("placeOrder")).toBe(1);
       expect(await ordersOf(user)).toBe(1);
-      expect(error).toHaveBeenCalledTimes(1);
-    } finally {
-      error.mockRestore();
-    }
-  });
-
-  it("retries a 503 that never reached the server (non-JSON body), then runs once", async () => {
-    const { client, proxy, executions, user } = await start();
-    proxy.inject({ kind: "answer", status: 503, body: "<html>upstream unavailable</html>" });
-    const { progress, context } = recorder();
-    await client.placeOrder.mutate({ sku: "mug", qty: 3 }, { context });
-    expect(keysOf(proxy)).toHaveLength(2);
-    expect(new Set(keysOf(proxy)).size).toBe(1);
-    expect(executions.get("placeOrder")).toBe(1);
-    expect(await ordersOf(user)).toBe(1);
-    expect(progress.at(-1)).toMatchObject({ type: "success", attempt: 2, replayed: false });
-  });
-
-  it("retries a connection cut before the server saw the request, and 429 / 502 answers", async () => {
-    const { client, proxy, executions } = await start();
-    proxy.inject({ kind: "reset" }, { kind: "answer", status: 429 }, { kind: "answer", status: 502 });
-    await client.placeOrder.mutate({ sku: "mug", qty: 1 });
-    expect(keysOf(proxy)).toHaveLength(4);
-    expect(new Set(keysOf(proxy)).size).toBe(1);
-    expect(executions.get("placeOrder")).toBe(1);
-  });
-
-  it("retries a lease-mode 409 soon, not when the 60 s lease would end, and replays the first call's result", async () => {
-    let secondResult: unknown;
-    let release!: () => void;
-    const held = new Promise<void>((done) => {
-      release = done;
+      expect(order.createdAt).toBeInstanceOf(Date);
+      expect(progress.map((event) => event.type)).toEqual(["request", "retry", "request", "success"]);
+      expect(progress.at(-1)).toMatchObject({ attempt: 2, replayed: transport.carriesCallHeaders });
     });
-    const { client, proxy, executions, server, user } = await start({ mode: "lease", hold: () => held });
-    const key = globalThis.crypto.randomUUID();
-    // The first request (another tab, say) goes straight to the server and holds its claim.
-    const firstTab = mutate(server.url, "placeOrder", { sku: "tea", qty: 5 }, { key, user });
-    await expect.poll(() => executions.get("placeOrder")).toBe(1);
-    const progress: IdempotencyProgress[] = [];
-    let retryScheduled!: () => void;
-    const scheduled = new Promise<void>((resolve) => {
-      retryScheduled = resolve;
+
+    it("keeps going when onProgress throws: the observer never changes the outcome", async () => {
+      const { client, proxy, executions, user } = await start();
+      proxy.inject({ kind: "drop-response" });
+      const error = vi.spyOn(console, "error").mockImplementation(() => {});
+      try {
+        const onProgress = () => {
+          throw new Error("a broken progress bar");
+        };
+        const order = await client.placeOrder.mutate(
+          { sku: "kettle", qty: 1 },
+          { context: idempotencyContext({ onProgress }) },
+        );
+        expect(order.orderId).toBeGreaterThan(0);
+        expect(keysOf(proxy)).toHaveLength(2);
+        expect(executions.get("placeOrder")).toBe(1);
+        expect(await ordersOf(user)).toBe(1);
+        expect(error).toHaveBeenCalledTimes(1);
+      } finally {
+        error.mockRestore();
+      }
     });
-    const onProgress = (event: IdempotencyProgress) => {
-      progress.push(event);
-      if (event.type === "retry") retryScheduled();
-    };
-    // The link's wait runs on fake timers, stepped once the retry is scheduled: the test never sleeps.
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
-    try {
+
+    it("retries a 503 that never reached the server (non-JSON body), then runs once", async () => {
+      const { client, proxy, executions, user } = await start();
+      proxy.inject({ kind: "answer", status: 503, body: "<html>upstream unavailable</html>" });
+      const { progress, context } = recorder();
+      await client.placeOrder.mutate({ sku: "mug", qty: 3 }, { context });
+      expect(keysOf(proxy)).toHaveLength(2);
+      expect(new Set(keysOf(proxy)).size).toBe(1);
+      expect(executions.get("placeOrder")).toBe(1);
+      expect(await ordersOf(user)).toBe(1);
+      expect(progress.at(-1)).toMatchObject({ type: "success", attempt: 2, replayed: false });
+    });
+
+    it("retries a connection cut before the server saw the request, and 429 / 502 answers", async () => {
+      const { client, proxy, executions } = await start();
+      proxy.inject({ kind: "reset" }, { kind: "answer", status: 429 }, { kind: "answer", status: 502 });
+      await client.placeOrder.mutate({ sku: "mug", qty: 1 });
+      expect(keysOf(proxy)).toHaveLength(4);
+      expect(new Set(keysOf(proxy)).size).toBe(1);
+      expect(executions.get("placeOrder")).toBe(1);
+    });
+
+    it("retries a lease-mode 409 soon, not when the 60 s lease would end, and replays the first call's result", async () => {
+      let release!: () => void;
+      const held = new Promise<void>((done) => {
+        release = done;
+      });
+      // The link's wait runs on a clock the test moves once the retry is scheduled: the test never sleeps.
+      const { clock, advance } = testClock();
+      const { client, proxy, executions, server, user } = await start({ mode: "lease", hold: () => held }, fast, clock);
+      const key = globalThis.crypto.randomUUID();
+      // The first request (another tab, say) goes straight to the server and holds its claim.
+      const firstTab = mutate(server.url, "placeOrder", { sku: "tea", qty: 5 }, { key, user });
+      await expect.poll(() => executions.get("placeOrder")).toBe(1);
+      const progress: IdempotencyProgress[] = [];
+      let retryScheduled!: () => void;
+      const scheduled = new Promise<void>((resolve) => {
+        retryScheduled = resolve;
+      });
+      const onProgress = (event: IdempotencyProgress) => {
+        progress.push(event);
+        if (event.type === "retry") retryScheduled();
+      };
       const second = client.placeOrder.mutate(
         { sku: "tea", qty: 5 },
         { context: idempotencyContext({ key, onProgress }) },
@@ -215,136 +337,163 @@ describe("retries", () => {
       await scheduled;
       release();
       await firstTab;
-      await vi.advanceTimersByTimeAsync(1_000);
-      secondResult = await second;
-    } finally {
-      vi.useRealTimers();
-    }
-    const firstAnswer = await firstTab;
-    const retry = progress.find((event) => event.type === "retry");
-    expect(retry).toMatchObject({ attempt: 1, delayMs: 1_000 });
-    expect(retry?.type === "retry" && retry.error.data?.httpStatus).toBe(409);
-    expect(progress.at(-1)).toMatchObject({ type: "success", attempt: 2, replayed: true });
-    expect(secondResult).toEqual(firstAnswer.data);
-    expect(executions.get("placeOrder")).toBe(1);
-    expect(await ordersOf(user)).toBe(1);
-    expect(keysOf(proxy)).toEqual([key, key]);
-  });
-
-  it("gives up after maxAttempts with the last error, marked retryable", async () => {
-    const { client, proxy, executions } = await start({}, { ...fast, maxAttempts: 3 });
-    proxy.inject(...Array.from({ length: 5 }, () => ({ kind: "answer", status: 503 }) as const));
-    const { progress, context } = recorder();
-    const error = await client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context }).catch((caught) => caught);
-    expect(error).toBeInstanceOf(TRPCClientError);
-    expect(isRetryableError(error)).toBe(true);
-    expect(keysOf(proxy)).toHaveLength(3);
-    expect(progress.at(-1)).toMatchObject({ type: "failure", attempt: 3, retryable: true });
-    expect(executions.get("placeOrder")).toBeUndefined();
-  });
-
-  it.each([
-    ["the operation's signal", "operation"],
-    ["the call's signal in idempotencyContext (what the hook's reset() aborts)", "call"],
-  ] as const)("stops waiting at once when the caller aborts through %s, and sends nothing more", async (_, through) => {
-    const { client, proxy } = await start({}, { baseDelayMs: 30_000, maxDelayMs: 30_000 });
-    proxy.inject({ kind: "answer", status: 503, headers: { "retry-after": "30" } });
-    const controller = new AbortController();
-    const progress: IdempotencyProgress[] = [];
-    const onProgress = (event: IdempotencyProgress) => progress.push(event);
-    const context = idempotencyContext(through === "call" ? { onProgress, signal: controller.signal } : { onProgress });
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
-    try {
-      const sending = client.placeOrder.mutate(
-        { sku: "tea", qty: 1 },
-        through === "operation" ? { context, signal: controller.signal } : { context },
-      );
-      // Settles on the abort alone: no timer is stepped before it.
-      const settled = sending.catch((error: unknown) => error);
-      await expect.poll(() => progress.some((event) => event.type === "retry"), { interval: 0 }).toBe(true);
-      controller.abort();
-      expect(await settled).toBeInstanceOf(TRPCClientError);
-      expect(progress.find((event) => event.type === "retry")).toMatchObject({ delayMs: 30_000 });
-      // Past the 30 s the wait would have lasted, nothing more is sent.
-      await vi.advanceTimersByTimeAsync(60_000);
-      expect(keysOf(proxy)).toHaveLength(1);
-    } finally {
-      vi.useRealTimers();
-    }
-  });
-});
-
-describe("terminal answers are not retried", () => {
-  it("422 for a key reused with another input: one request, nothing runs", async () => {
-    const { client, proxy, executions, user } = await start();
-    const key = globalThis.crypto.randomUUID();
-    await client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context: idempotencyContext({ key }) });
-    const { progress, context } = recorder(key);
-    const error = await client.placeOrder.mutate({ sku: "tea", qty: 9 }, { context }).catch((caught) => caught);
-    expect(error).toBeInstanceOf(TRPCClientError);
-    expect(error.data).toMatchObject({
-      httpStatus: 422,
-      idempotency: { code: "FINGERPRINT_MISMATCH", retryable: false },
+      advance(1_000);
+      const secondResult = await second;
+      const firstAnswer = await firstTab;
+      const retry = progress.find((event) => event.type === "retry");
+      expect(retry).toMatchObject({ attempt: 1, delayMs: 1_000 });
+      expect(retry?.type === "retry" && retry.error.data?.httpStatus).toBe(409);
+      expect(progress.at(-1)).toMatchObject({ type: "success", attempt: 2, replayed: transport.carriesCallHeaders });
+      expect(secondResult).toEqual(firstAnswer.data);
+      expect(executions.get("placeOrder")).toBe(1);
+      expect(await ordersOf(user)).toBe(1);
+      expect(keysOf(proxy)).toEqual([key, key]);
     });
-    expect(isRetryableError(error)).toBe(false);
-    expect(progress).toEqual([
-      { type: "request", key, attempt: 1 },
-      { type: "failure", key, attempt: 1, retryable: false, error },
-    ]);
-    expect(keysOf(proxy)).toHaveLength(2);
-    expect(executions.get("placeOrder")).toBe(1);
-    expect(await ordersOf(user)).toBe(1);
+
+    it("gives up after maxAttempts with the last error, marked retryable", async () => {
+      const { client, proxy, executions } = await start({}, { ...fast, maxAttempts: 3 });
+      proxy.inject(...Array.from({ length: 5 }, () => ({ kind: "answer", status: 503 }) as const));
+      const { progress, context } = recorder();
+      const error = await client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context }).catch((caught) => caught);
+      expect(error).toBeInstanceOf(TRPCClientError);
+      expect(isRetryableError(error)).toBe(true);
+      expect(keysOf(proxy)).toHaveLength(3);
+      expect(progress.at(-1)).toMatchObject({ type: "failure", attempt: 3, retryable: true });
+      expect(executions.get("placeOrder")).toBeUndefined();
+    });
+
+    it.each([
+      ["the operation's signal", "operation"],
+      ["the call's signal in idempotencyContext (what the hook's reset() aborts)", "call"],
+    ] as const)(
+      "stops waiting at once when the caller aborts through %s, and sends nothing more",
+      async (_, through) => {
+        const { client, proxy } = await start({}, { baseDelayMs: 30_000, maxDelayMs: 30_000 });
+        proxy.inject({ kind: "answer", status: 503, headers: { "retry-after": "30" } });
+        const controller = new AbortController();
+        const progress: IdempotencyProgress[] = [];
+        const onProgress = (event: IdempotencyProgress) => progress.push(event);
+        const context = idempotencyContext(
+          through === "call" ? { onProgress, signal: controller.signal } : { onProgress },
+        );
+        vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+        try {
+          const sending = client.placeOrder.mutate(
+            { sku: "tea", qty: 1 },
+            through === "operation" ? { context, signal: controller.signal } : { context },
+          );
+          // Settles on the abort alone: no timer is stepped before it.
+          const settled = sending.catch((error: unknown) => error);
+          await expect.poll(() => progress.some((event) => event.type === "retry"), { interval: 0 }).toBe(true);
+          controller.abort();
+          expect(await settled).toBeInstanceOf(TRPCClientError);
+          // Retry-After (30 s) is on the proxy's own answer, whose headers only the short form reads.
+          if (transport.readsEveryStatus) {
+            expect(progress.find((event) => event.type === "retry")).toMatchObject({ delayMs: 30_000 });
+          }
+          // Past the 30 s the wait would have lasted, nothing more is sent.
+          await vi.advanceTimersByTimeAsync(60_000);
+          expect(keysOf(proxy)).toHaveLength(1);
+        } finally {
+          vi.useRealTimers();
+        }
+      },
+    );
   });
 
-  it("400 for input that fails validation, and a stored 404 from the procedure: one request each", async () => {
-    const { client, proxy } = await start();
-    const invalid = await client.placeOrder.mutate({ sku: "tea", qty: 0 }).catch((caught) => caught);
-    expect(invalid.data).toMatchObject({ httpStatus: 400 });
-    expect(isRetryableError(invalid)).toBe(false);
-    const unknown = await client.placeOrder.mutate({ sku: "unknown", qty: 1 }).catch((caught) => caught);
-    expect(unknown.data).toMatchObject({ httpStatus: 404 });
-    expect(keysOf(proxy)).toHaveLength(2);
+  describe("terminal answers are not retried", () => {
+    it("422 for a key reused with another input: one request, nothing runs", async () => {
+      const { client, proxy, executions, user } = await start();
+      const key = globalThis.crypto.randomUUID();
+      await client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context: idempotencyContext({ key }) });
+      const { progress, context } = recorder(key);
+      const error = await client.placeOrder.mutate({ sku: "tea", qty: 9 }, { context }).catch((caught) => caught);
+      expect(error).toBeInstanceOf(TRPCClientError);
+      expect(error.data).toMatchObject({
+        httpStatus: 422,
+        idempotency: { code: "FINGERPRINT_MISMATCH", retryable: false },
+      });
+      expect(isRetryableError(error)).toBe(false);
+      expect(progress).toEqual([
+        { type: "request", key, attempt: 1 },
+        { type: "failure", key, attempt: 1, retryable: false, error },
+      ]);
+      expect(keysOf(proxy)).toHaveLength(2);
+      expect(executions.get("placeOrder")).toBe(1);
+      expect(await ordersOf(user)).toBe(1);
+    });
+
+    it("400 for input that fails validation, and a stored 404 from the procedure: one request each", async () => {
+      const { client, proxy } = await start();
+      const invalid = await client.placeOrder.mutate({ sku: "tea", qty: 0 }).catch((caught) => caught);
+      expect(invalid.data).toMatchObject({ httpStatus: 400 });
+      expect(isRetryableError(invalid)).toBe(false);
+      const unknown = await client.placeOrder.mutate({ sku: "unknown", qty: 1 }).catch((caught) => caught);
+      expect(unknown.data).toMatchObject({ httpStatus: 404 });
+      expect(keysOf(proxy)).toHaveLength(2);
+    });
+
+    it.runIf(transport.readsEveryStatus)("a proxy's 4xx is not retried either", async () => {
+      const { client, proxy, executions } = await start();
+      proxy.inject({ kind: "answer", status: 413, body: "request entity too large" });
+      const error = await client.placeOrder.mutate({ sku: "tea", qty: 1 }).catch((caught) => caught);
+      expect(error).toBeInstanceOf(TRPCClientError);
+      expect(isRetryableError(error)).toBe(false);
+      expect(keysOf(proxy)).toHaveLength(1);
+      expect(executions.get("placeOrder")).toBeUndefined();
+    });
   });
 
-  it("a proxy's 4xx is not retried either", async () => {
-    const { client, proxy, executions } = await start();
-    proxy.inject({ kind: "answer", status: 413, body: "request entity too large" });
-    const error = await client.placeOrder.mutate({ sku: "tea", qty: 1 }).catch((caught) => caught);
-    expect(error).toBeInstanceOf(TRPCClientError);
-    expect(isRetryableError(error)).toBe(false);
-    expect(keysOf(proxy)).toHaveLength(1);
-    expect(executions.get("placeOrder")).toBeUndefined();
+  describe("one classification with the server", () => {
+    it("does not retry the procedure's own 409: it would run again to the same conflict", async () => {
+      const { client, proxy, executions } = await start();
+      const error = await client.conflicting.mutate({ n: 1 }).catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ data: { httpStatus: 409 } });
+      expect(isRetryableError(error)).toBe(false);
+      expect(keysOf(proxy)).toHaveLength(1);
+      expect(executions.get("conflicting")).toBe(1);
+    });
+
+    it("retries a 408 the server released, and the retry runs", async () => {
+      const { client, proxy, executions } = await start();
+      expect(await client.timeoutOnce.mutate({ n: 7 })).toEqual({ n: 7 });
+      expect(keysOf(proxy)).toHaveLength(2);
+      expect(new Set(keysOf(proxy)).size).toBe(1);
+      expect(executions.get("timeoutOnce")).toBe(2);
+    });
+
+    it.runIf(transport.carriesCallHeaders)(
+      "gives up on a replayed answer, even a 500 the server stored: it can never change",
+      async () => {
+        const { client, proxy, executions, server, user } = await start({ storeServerErrors: true });
+        const key = globalThis.crypto.randomUUID();
+        expect((await mutate(server.url, "flaky", { n: 1 }, { key, user })).status).toBe(500);
+        const { progress, context } = recorder(key);
+        const error = await client.flaky.mutate({ n: 1 }, { context }).catch((caught: unknown) => caught);
+        expect(error).toMatchObject({ data: { httpStatus: 500 } });
+        expect(progress.map((event) => event.type)).toEqual(["request", "failure"]);
+        expect(keysOf(proxy)).toHaveLength(1);
+        expect(executions.get("flaky")).toBe(1);
+      },
+    );
   });
 });
 
-describe("one classification with the server", () => {
-  it("does not retry the procedure's own 409: it would run again to the same conflict", async () => {
-    const { client, proxy, executions } = await start();
-    const error = await client.conflicting.mutate({ n: 1 }).catch((caught: unknown) => caught);
-    expect(error).toMatchObject({ data: { httpStatus: 409 } });
-    expect(isRetryableError(error)).toBe(false);
-    expect(keysOf(proxy)).toHaveLength(1);
-    expect(executions.get("conflicting")).toBe(1);
-  });
-
-  it("retries a 408 the server released, and the retry runs", async () => {
-    const { client, proxy, executions } = await start();
-    expect(await client.timeoutOnce.mutate({ n: 7 })).toEqual({ n: 7 });
-    expect(keysOf(proxy)).toHaveLength(2);
-    expect(new Set(keysOf(proxy)).size).toBe(1);
-    expect(executions.get("timeoutOnce")).toBe(2);
-  });
-
-  it("gives up on a replayed answer, even a 500 the server stored: it can never change", async () => {
-    const { client, proxy, executions, server, user } = await start({ storeServerErrors: true });
-    const key = globalThis.crypto.randomUUID();
-    expect((await mutate(server.url, "flaky", { n: 1 }, { key, user })).status).toBe(500);
-    const { progress, context } = recorder(key);
-    const error = await client.flaky.mutate({ n: 1 }, { context }).catch((caught: unknown) => caught);
-    expect(error).toMatchObject({ data: { httpStatus: 500 } });
-    expect(progress.map((event) => event.type)).toEqual(["request", "failure"]);
-    expect(keysOf(proxy)).toHaveLength(1);
-    expect(executions.get("flaky")).toBe(1);
+describe("a terminating link that does not write the key", () => {
+  it("is refused by the server (400 KEY_MISSING) before anything runs, and not retried", async () => {
+    const app = createApp({ db: database.db });
+    const server = await serveFetch(app.handler);
+    const proxy = await startFaultProxy(server.url);
+    closers.push(proxy, server);
+    const url = `${proxy.url}/trpc`;
+    const headers = { "x-user": `user-${globalThis.crypto.randomUUID()}` };
+    const client = createTRPCClient<AppRouter>({
+      links: [idempotencyRetryLink({ retry: fast }), httpLink({ url, transformer, headers })],
+    });
+    const error = await client.placeOrder.mutate({ sku: "tea", qty: 1 }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ data: { httpStatus: 400, idempotency: { code: "KEY_MISSING" } } });
+    expect(keysOf(proxy)).toEqual([undefined]);
+    expect(app.executions.get("placeOrder")).toBeUndefined();
   });
 });
 

@@ -12,7 +12,7 @@ import type { idempotentMutationDefaults, useIdempotentMutation } from "@idemkit
 import type { useIdempotentMutation as useIdempotentClassicMutation } from "@idemkit/react/classic";
 import { redisStore } from "@idemkit/redis";
 import { idempotency, type withIdempotencyKey } from "@idemkit/trpc";
-import { idempotencyContext, idempotencyLink } from "@idemkit/trpc/client";
+import { idempotencyContext, idempotencyHeaders, idempotencyLink, idempotencyRetryLink } from "@idemkit/trpc/client";
 import type { fireDuplicates } from "@idemkit/trpc/testing";
 
 export type Entries = [
@@ -28,6 +28,7 @@ export type Entries = [
   typeof idempotentMutationDefaults,
   typeof withIdempotencyKey,
   typeof idempotencyLink,
+  typeof idempotencyRetryLink,
   typeof fireDuplicates,
 ];
 
@@ -38,6 +39,10 @@ export function misuse(): void {
   idempotencyContext({ key: 42 });
   // @ts-expect-error the link needs a url
   idempotencyLink({});
+  // @ts-expect-error a retry policy's fields are numbers
+  idempotencyRetryLink({ retry: { maxAttempts: "5" } });
+  // @ts-expect-error the headers are a terminating link's, given its operation
+  idempotencyHeaders({});
   // @ts-expect-error the store needs a database
   drizzleStore({});
   // @ts-expect-error jobs need a pg-boss and a database

@@ -14,9 +14,19 @@ export interface ResponseLike {
   headers?: { get(name: string): string | null };
 }
 
-/** The HTTP response behind a tRPC client error, when one arrived. */
+/**
+ * The HTTP response behind a tRPC client error, when one arrived: where tRPC's links put it (`meta.response`), or,
+ * for an answer whose body was not tRPC's JSON, where `idempotencyLink` keeps it (the cause's `response`).
+ */
 export function responseOf(error: unknown): ResponseLike | undefined {
-  return isClientError(error) ? (error.meta?.response as ResponseLike | undefined) : undefined;
+  if (!isClientError(error)) return undefined;
+  const fromMeta = error.meta?.response as ResponseLike | undefined;
+  return fromMeta ?? (error.cause as { response?: ResponseLike } | undefined)?.response;
+}
+
+/** Whether an answer came from the server's store (`Idempotent-Replayed: true`): it can never change. */
+export function isReplayedAnswer(response: ResponseLike | undefined): boolean {
+  return response?.headers?.get(IDEMPOTENT_REPLAYED_HEADER) === "true";
 }
 
 /** The error's `data.idempotency` as the server's `idempotencyErrorData` wrote it, when the app's formatter adds it. */
@@ -26,11 +36,16 @@ export function idempotencyDataOf(error: unknown): Partial<IdempotencyErrorData>
   return typeof data === "object" && data !== null ? (data as Partial<IdempotencyErrorData>) : undefined;
 }
 
-/** The HTTP status behind a tRPC client error, or undefined when no response arrived (a network failure). */
+/**
+ * The HTTP status behind a tRPC client error, or undefined when no response arrived (a network failure). A
+ * streamed batch answers 200 before its calls finish, so a call's own status (`data.httpStatus`) is read there.
+ */
 export function statusOf(error: unknown): number | undefined {
   if (!isClientError(error)) return undefined;
-  const status = responseOf(error)?.status ?? (error.data as { httpStatus?: unknown } | null | undefined)?.httpStatus;
-  return typeof status === "number" ? status : undefined;
+  const fromResponse = responseOf(error)?.status;
+  const fromData = (error.data as { httpStatus?: unknown } | null | undefined)?.httpStatus;
+  if (typeof fromResponse === "number" && (fromResponse >= 300 || typeof fromData !== "number")) return fromResponse;
+  return typeof fromData === "number" ? fromData : undefined;
 }
 
 /**
@@ -41,7 +56,7 @@ export function statusOf(error: unknown): number | undefined {
  * adds it, else from the response. Errors that are not tRPC client errors (a bug in the caller) are terminal.
  */
 export function isRetryableError(error: unknown): boolean {
-  if (!isClientError(error)) return false;
+  if (!isClientError(error) || (error.cause as Error | undefined)?.name === "KeyedBatchError") return false;
   const headers = responseOf(error)?.headers;
   const replayed = isReplayed(error);
   const verdict = idempotencyDataOf(error)?.retryable;
@@ -64,9 +79,8 @@ export function isStoredRefusal(error: unknown): boolean {
   return isReplayed(error) || (status < 500 && isStoredStatus(status));
 }
 
-/** Whether the answer came from the server's store (`Idempotent-Replayed: true`): it can never change. */
 function isReplayed(error: TRPCClientError<AnyTRPCRouter>): boolean {
-  return responseOf(error)?.headers?.get(IDEMPOTENT_REPLAYED_HEADER) === "true";
+  return isReplayedAnswer(responseOf(error));
 }
 
 /** `instanceof` fails when the app and idemkit load two copies of @trpc/client; the name survives that. */

@@ -1,9 +1,12 @@
+export type { LinkClock } from "./clock.js";
 export { isRetryableError, isStoredRefusal } from "./errors.js";
+export { idempotencyHeaders, KeyedBatchError } from "./headers.js";
+export type { IdempotencyLinkOptions } from "./link.js";
+export { idempotencyLink } from "./link.js";
 export type {
   IdempotencyCall,
-  IdempotencyLinkOptions,
   IdempotencyOutcome,
   IdempotencyProgress,
-  LinkClock,
-} from "./link.js";
-export { idempotencyContext, idempotencyLink } from "./link.js";
+  IdempotencyRetryLinkOptions,
+} from "./retry-link.js";
+export { idempotencyContext, idempotencyRetryLink } from "./retry-link.js";

@@ -1,0 +1,28 @@
+import type { LinkClock } from "../src/client/index.js";
+
+/** A clock whose sleeps end only when the test moves it past them. */
+export function testClock() {
+  let now = 0;
+  const sleeping: Array<{ until: number; wake: () => void }> = [];
+  const clock: LinkClock = {
+    now: () => now,
+    sleep: (ms, signal) =>
+      new Promise((resolve, reject) => {
+        const sleeper = { until: now + ms, wake: resolve };
+        sleeping.push(sleeper);
+        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      }),
+  };
+  return {
+    clock,
+    sleeping,
+    /** Moves time on by `ms`, waking what sleeps until then. */
+    advance(ms: number) {
+      now += ms;
+      for (const sleeper of sleeping.splice(0)) {
+        if (sleeper.until <= now) sleeper.wake();
+        else sleeping.push(sleeper);
+      }
+    },
+  };
+}
