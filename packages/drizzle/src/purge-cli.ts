@@ -71,7 +71,9 @@ const [{ default: postgres }, { drizzle }] = await Promise.all([
 });
 const client = postgres(url, { max: 1 });
 try {
-  const db = drizzle(client);
+  // The object form, which every supported drizzle-orm takes: 1.0 reads a client passed first as connection
+  // options, and would connect from the PG* variables instead.
+  const db = drizzle({ client });
   const now = Date.now();
   const deleted = await drizzleStore({ db }).purgeExpired({ now, batchSize });
   console.log(`idemkit-purge: deleted ${deleted} expired record(s)`);

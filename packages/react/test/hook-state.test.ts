@@ -359,11 +359,19 @@ describe("the key's life", () => {
     expect(new Set(sent.map((request) => request.key)).size).toBe(1);
   });
 
+  it("sends an answer cut short after the server committed (a 200 whose body does not parse) again with its key", async () => {
+    const { result } = render();
+    act(() => result.current.mutate(tea));
+    await settle();
+    sent[0]?.raw(200, '{"result":{"da');
+    await act(() => vi.advanceTimersByTimeAsync(60_000));
+    expect(sent[1]?.key).toBe(sent[0]?.key);
+    sent[1]?.answer(200, placed(1));
+    await settle();
+    expect(result.current).toMatchObject({ isSuccess: true, attempt: 2 });
+  });
+
   it.each([
-    [
-      "an answer cut short after the server committed (a 200 whose body does not parse)",
-      (request: Sent) => request.raw(200, '{"result":{"da'),
-    ],
     [
       "a 409 that hides when to come back (no Retry-After, no verdict in its data)",
       (request: Sent) =>

@@ -8,6 +8,10 @@ export function testClock() {
     now: () => now,
     sleep: (ms, signal) =>
       new Promise((resolve, reject) => {
+        if (signal.aborted) {
+          reject(signal.reason);
+          return;
+        }
         const sleeper = { until: now + ms, wake: resolve };
         sleeping.push(sleeper);
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });

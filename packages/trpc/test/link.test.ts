@@ -17,6 +17,7 @@ import {
 } from "@trpc/client";
 import { initTRPC } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import { observable } from "@trpc/server/observable";
 import superjson from "superjson";
 import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, inject, it, vi } from "vitest";
 import { z } from "zod";
@@ -229,24 +230,29 @@ describe.each(TRANSPORTS)("over $name", (transport) => {
     );
 
     it.runIf(transport.batchesMutations)(
-      "sends a mutation alone in its batch with its key; two at once are refused before anything is sent, not retried",
+      "sends a mutation alone in its batch with its key; two at once are held back, then each sent alone, once",
       async () => {
-        const { client, proxy, executions } = await start();
+        const { client, proxy, executions, user } = await start();
         proxy.inject({ kind: "drop-response" });
         await client.placeOrder.mutate({ sku: "tea", qty: 1 });
         const [first, second] = keysOf(proxy);
         expect(second).toBe(first);
         expect(executions.get("placeOrder")).toBe(1);
-        const both = await Promise.allSettled([
-          client.placeOrder.mutate({ sku: "tea", qty: 2 }),
-          client.placeOrder.mutate({ sku: "mug", qty: 1 }),
+        const tea = recorder();
+        const mug = recorder();
+        await Promise.all([
+          client.placeOrder.mutate({ sku: "tea", qty: 2 }, { context: tea.context }),
+          client.placeOrder.mutate({ sku: "mug", qty: 1 }, { context: mug.context }),
         ]);
-        for (const settled of both) {
-          expect(settled).toMatchObject({ status: "rejected", reason: { cause: expect.any(KeyedBatchError) } });
-          expect(isRetryableError(settled.status === "rejected" && settled.reason)).toBe(false);
+        for (const { progress } of [tea, mug]) {
+          const held = progress.find((event) => event.type === "retry");
+          expect(held).toMatchObject({ attempt: 1, status: undefined, error: { cause: expect.any(KeyedBatchError) } });
         }
-        expect(keysOf(proxy)).toHaveLength(2);
-        expect(executions.get("placeOrder")).toBe(1);
+        // The batch of two never left; each went alone, with its own key.
+        expect(keysOf(proxy)).toHaveLength(4);
+        expect(new Set(keysOf(proxy).slice(2)).size).toBe(2);
+        expect(executions.get("placeOrder")).toBe(3);
+        expect(await ordersOf(user)).toBe(3);
       },
     );
   });
@@ -298,6 +304,45 @@ describe.each(TRANSPORTS)("over $name", (transport) => {
       expect(executions.get("placeOrder")).toBe(1);
       expect(await ordersOf(user)).toBe(1);
       expect(progress.at(-1)).toMatchObject({ type: "success", attempt: 2, replayed: false });
+      // Only the short form sees a proxy page's status; through tRPC's own links it is an answer that never came.
+      expect(progress.find((event) => event.type === "retry")).toMatchObject({
+        status: transport.readsEveryStatus ? 503 : undefined,
+      });
+    });
+
+    it("retries a 200 whose body was cut off on the way with the same key, and gets the stored result", async () => {
+      const { client, proxy, executions, user } = await start();
+      proxy.inject({ kind: "cut-body" });
+      const { progress, context } = recorder();
+      const order = await client.placeOrder.mutate({ sku: "kettle", qty: 2 }, { context });
+      expect(order.createdAt).toBeInstanceOf(Date);
+      expect(keysOf(proxy)).toHaveLength(2);
+      expect(new Set(keysOf(proxy)).size).toBe(1);
+      expect(executions.get("placeOrder")).toBe(1);
+      expect(await ordersOf(user)).toBe(1);
+      expect(progress.find((event) => event.type === "retry")).toMatchObject({ attempt: 1, status: undefined });
+    });
+
+    it.each([
+      ["the operation's signal", "operation"],
+      ["the call's signal in idempotencyContext", "call"],
+    ] as const)("stops an attempt still on its way when the caller aborts through %s", async (_, through) => {
+      const { client, proxy } = await start();
+      proxy.inject({ kind: "delay", ms: 60_000 });
+      const controller = new AbortController();
+      const { progress, context } = recorder();
+      const withSignal = { ...context, idempotency: { ...context.idempotency, signal: controller.signal } };
+      const sending = client.placeOrder
+        .mutate(
+          { sku: "tea", qty: 1 },
+          through === "operation" ? { context, signal: controller.signal } : { context: withSignal },
+        )
+        .catch((error: unknown) => error);
+      await expect.poll(() => proxy.requests.length, { interval: 5 }).toBe(1);
+      controller.abort();
+      expect(await sending).toBeInstanceOf(TRPCClientError);
+      expect(progress.map((event) => event.type)).toEqual(["request"]);
+      expect(keysOf(proxy)).toHaveLength(1);
     });
 
     it("retries a connection cut before the server saw the request, and 429 / 502 answers", async () => {
@@ -343,6 +388,8 @@ describe.each(TRANSPORTS)("over $name", (transport) => {
       const retry = progress.find((event) => event.type === "retry");
       expect(retry).toMatchObject({ attempt: 1, delayMs: 1_000 });
       expect(retry?.type === "retry" && retry.error.data?.httpStatus).toBe(409);
+      // A streamed batch answers 200 before its calls finish: the call's own 409 is the status all the same.
+      expect(retry).toMatchObject({ status: 409 });
       expect(progress.at(-1)).toMatchObject({ type: "success", attempt: 2, replayed: transport.carriesCallHeaders });
       expect(secondResult).toEqual(firstAnswer.data);
       expect(executions.get("placeOrder")).toBe(1);
@@ -476,6 +523,52 @@ describe.each(TRANSPORTS)("over $name", (transport) => {
         expect(executions.get("flaky")).toBe(1);
       },
     );
+  });
+});
+
+describe("over a transport of your own", () => {
+  /** A terminating link that never answers, and completes without a value when its operation is aborted. */
+  const silentUntilAborted: TRPCLink<AppRouter> =
+    () =>
+    ({ op }) =>
+      observable((observer) => {
+        op.signal?.addEventListener("abort", () => observer.complete(), { once: true });
+      });
+
+  it("settles an attempt the transport completes without an answer once the caller aborts", async () => {
+    const client = createTRPCClient<AppRouter>({ links: [idempotencyRetryLink({ retry: fast }), silentUntilAborted] });
+    const controller = new AbortController();
+    const sending = client.placeOrder
+      .mutate({ sku: "tea", qty: 1 }, { signal: controller.signal })
+      .catch((error: unknown) => error);
+    controller.abort();
+    expect(await sending).toBeInstanceOf(TRPCClientError);
+  });
+
+  it("takes a completion without an answer for a lost answer: retried with the same key, then given up as retryable", async () => {
+    const keys: unknown[] = [];
+    const completesAtOnce: TRPCLink<AppRouter> =
+      () =>
+      ({ op }) =>
+        observable((observer) => {
+          keys.push(idempotencyHeaders({ op })["Idempotency-Key"]);
+          observer.complete();
+        });
+    const { clock, advance } = testClock();
+    const client = createTRPCClient<AppRouter>({
+      links: [idempotencyRetryLink({ retry: { ...fast, maxAttempts: 3 }, clock }), completesAtOnce],
+    });
+    const { progress, context } = recorder();
+    const sending = client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context }).catch((error: unknown) => error);
+    await expect.poll(() => progress.filter((event) => event.type === "retry").length, { interval: 0 }).toBe(1);
+    advance(1_000);
+    await expect.poll(() => progress.filter((event) => event.type === "retry").length, { interval: 0 }).toBe(2);
+    advance(1_000);
+    const error = await sending;
+    expect(isRetryableError(error)).toBe(true);
+    expect(progress.at(-1)).toMatchObject({ type: "failure", attempt: 3, retryable: true });
+    expect(keys).toHaveLength(3);
+    expect(new Set(keys).size).toBe(1);
   });
 });
 

@@ -9,6 +9,11 @@ import type { AddressInfo } from "node:net";
 export type Fault =
   /** Forward the request, let the server answer in full, then cut the client's connection: the answer is lost. */
   | { kind: "drop-response" }
+  /**
+   * Forward the request, then send the client the server's status and headers and half its body, and cut the
+   * connection: the answer began (a 200, say) but never arrived whole.
+   */
+  | { kind: "cut-body" }
   /** Answer this instead of forwarding (a load balancer's 503, a 429). The server never sees the request. */
   | { kind: "answer"; status: number; headers?: Record<string, string>; body?: string }
   /** Cut the connection before forwarding: the server never sees the request. */
@@ -80,6 +85,11 @@ export function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
     upstream.headers.forEach((value, name) => {
       if (!HOP_BY_HOP.has(name) && name !== "content-encoding") res.appendHeader(name, value);
     });
+    if (fault?.kind === "cut-body") {
+      res.writeHead(upstream.status, { "content-length": String(payload.length) });
+      res.write(payload.subarray(0, Math.floor(payload.length / 2)), () => res.destroy());
+      return;
+    }
     res.writeHead(upstream.status);
     res.end(payload);
   }

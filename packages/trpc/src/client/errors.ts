@@ -14,14 +14,9 @@ export interface ResponseLike {
   headers?: { get(name: string): string | null };
 }
 
-/**
- * The HTTP response behind a tRPC client error, when one arrived: where tRPC's links put it (`meta.response`), or,
- * for an answer whose body was not tRPC's JSON, where `idempotencyLink` keeps it (the cause's `response`).
- */
+/** The HTTP response behind a tRPC client error, when one arrived. */
 export function responseOf(error: unknown): ResponseLike | undefined {
-  if (!isClientError(error)) return undefined;
-  const fromMeta = error.meta?.response as ResponseLike | undefined;
-  return fromMeta ?? (error.cause as { response?: ResponseLike } | undefined)?.response;
+  return isClientError(error) ? (error.meta?.response as ResponseLike | undefined) : undefined;
 }
 
 /** Whether an answer came from the server's store (`Idempotent-Replayed: true`): it can never change. */
@@ -56,7 +51,7 @@ export function statusOf(error: unknown): number | undefined {
  * adds it, else from the response. Errors that are not tRPC client errors (a bug in the caller) are terminal.
  */
 export function isRetryableError(error: unknown): boolean {
-  if (!isClientError(error) || (error.cause as Error | undefined)?.name === "KeyedBatchError") return false;
+  if (!isClientError(error)) return false;
   const headers = responseOf(error)?.headers;
   const replayed = isReplayed(error);
   const verdict = idempotencyDataOf(error)?.retryable;

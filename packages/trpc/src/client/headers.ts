@@ -8,8 +8,9 @@ import type { Operation } from "@trpc/client";
 import type { IdempotencyCall } from "./retry-link.js";
 
 /**
- * A batch that carries a keyed mutation beside another call: one header cannot serve both, so it is not sent.
- * Terminal for the link (sending it again would batch it the same way): route mutations to `httpLink`.
+ * A batch that carries a keyed mutation beside another call: one header cannot serve both, so it is not sent. As
+ * nothing left, the retry link sends each again after its own jittered wait, which parts them; route mutations to
+ * `httpLink` to spare the wait.
  */
 export class KeyedBatchError extends Error {
   override readonly name = "KeyedBatchError";
@@ -19,7 +20,8 @@ export class KeyedBatchError extends Error {
  * The `headers` option of your terminating link, so that the key `idempotencyRetryLink` chose for a mutation
  * travels with it: `httpLink({ url, headers: idempotencyHeaders })`, or with headers of your own,
  * `headers: (opts) => ({ ...idempotencyHeaders(opts), authorization })`. It takes httpLink's `{ op }` and the
- * batch links' `{ opList }`; a batch may carry a keyed mutation only alone (it throws KeyedBatchError otherwise).
+ * batch links' `{ opList }`; a batch may carry a keyed mutation only alone (it throws KeyedBatchError otherwise,
+ * before anything is sent).
  */
 export function idempotencyHeaders(opts: { op: Operation } | { opList: readonly Operation[] }): Record<string, string> {
   const ops = "op" in opts ? [opts.op] : opts.opList;

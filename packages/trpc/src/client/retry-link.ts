@@ -125,29 +125,25 @@ export function idempotencyRetryLink<TRouter extends AnyTRPCRouter>(
           if (signal.aborted) stop.abort(signal.reason);
           signal.addEventListener("abort", abortFromCaller, { once: true });
         }
-        const send = (key: string) =>
-          new Promise<SendResult>((resolve) => {
-            const attempt: Operation = {
-              ...op,
-              signal: stop.signal,
-              context: { ...op.context, idempotency: { ...call, key } },
-            };
-            const subscription = next(attempt).subscribe({
-              next: (envelope) => resolve({ ok: true, envelope }),
-              error: (error) => resolve({ ok: false, error }),
-            });
-            stop.signal.addEventListener("abort", () => subscription.unsubscribe(), { once: true });
-          });
+        const send = (key: string) => sendAttempt(next, op, { ...call, key }, stop.signal);
+        // Set before the observer hears the outcome, whose completion tears this down at once.
+        let settled = false;
         mutateWithRetries(call, op.path, policy, clock, send, stop.signal).then(
           (envelope) => {
+            settled = true;
             observer.next(envelope);
             observer.complete();
           },
-          (error: unknown) => observer.error(toClientError(error)),
+          (error: unknown) => {
+            settled = true;
+            observer.error(toClientError(error));
+          },
         );
         return () => {
           for (const signal of callers) signal.removeEventListener("abort", abortFromCaller);
-          stop.abort();
+          // Only a mutation still going is stopped: after its answer, the links below may still be reading the
+          // rest of a streamed response (its nested promises) through the same signal.
+          if (!settled) stop.abort();
         };
       });
     };
@@ -156,6 +152,39 @@ export function idempotencyRetryLink<TRouter extends AnyTRPCRouter>(
 type Envelope = OperationResultEnvelope<unknown, TRPCClientError<AnyTRPCRouter>>;
 
 type SendResult = { ok: true; envelope: Envelope } | { ok: false; error: TRPCClientError<AnyTRPCRouter> };
+
+/**
+ * One attempt through the links below, settled exactly once: by its result, its error, a completion without a
+ * result (wsLink completes an aborted request so), or the signal aborting, whichever comes first.
+ */
+function sendAttempt(
+  next: (op: Operation) => ReturnType<ReturnType<TRPCLink<AnyTRPCRouter>>>,
+  op: Operation,
+  call: IdempotencyCall,
+  signal: AbortSignal,
+): Promise<SendResult> {
+  return new Promise<SendResult>((resolve) => {
+    const failed = (cause: unknown) => ({ ok: false, error: toClientError(cause) }) as const;
+    if (signal.aborted) {
+      resolve(failed(signal.reason));
+      return;
+    }
+    const attempt: Operation = { ...op, signal, context: { ...op.context, idempotency: call } };
+    let subscription: { unsubscribe(): void } | undefined;
+    const onAbort = () => settle(failed(signal.reason));
+    function settle(result: SendResult) {
+      signal.removeEventListener("abort", onAbort);
+      subscription?.unsubscribe();
+      resolve(result);
+    }
+    signal.addEventListener("abort", onAbort, { once: true });
+    subscription = next(attempt).subscribe({
+      next: (envelope) => settle({ ok: true, envelope }),
+      error: (error) => settle({ ok: false, error }),
+      complete: () => settle(failed(new Error(`${op.path}: the link completed without an answer`))),
+    });
+  });
+}
 
 async function mutateWithRetries(
   call: IdempotencyCall,
