@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createIdempotencyEngine, type IdempotencyEvent, type Settlement } from "./engine.js";
+import { createIdempotencyEngine, type IdempotencyEngine, type IdempotencyEvent, type Settlement } from "./engine.js";
 import { IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
 import { memoryStore } from "./memory-store.js";
 import type { IdempotencyStore, StoredRecord } from "./store.js";
@@ -170,7 +170,7 @@ describe("the engine keeping a running lease", () => {
   }
 
   /** A run whose work waits for `finish()`, recording the signal it was given. */
-  function slowRun(engine: ReturnType<typeof engineOver>["engine"]) {
+  function slowRun<Tx>(engine: IdempotencyEngine<Tx>) {
     let finish!: () => void;
     let signal!: AbortSignal;
     const done = engine.run(request, ({ signal: given }) => {

@@ -3,11 +3,11 @@
  * conformance suite as the PostgreSQL store) but forgets everything on restart and is not shared between
  * processes, so it cannot protect a real deployment: use `@idemkit/drizzle` there.
  */
-import type { ClaimRequest, ClaimResult, IdempotencyStore, RecordId, StoredRecord, StoredResponse } from "./store.js";
+import type { ClaimRequest, ClaimResult, LeaseStore, RecordId, StoredRecord, StoredResponse } from "./store.js";
 import { isPurgeable, RecordState, replacement } from "./store.js";
 
 /** Creates an empty in-memory store (lease mode only: it has no transactions to share). */
-export function memoryStore(): IdempotencyStore {
+export function memoryStore(): LeaseStore {
   const records = new Map<string, StoredRecord>();
   /** Fences count claims across the whole store, so a key's next fence is new even after its record was deleted. */
   let lastFence = 0;

@@ -119,6 +119,27 @@ export interface IdempotencyStore<Tx = never> {
   readonly atomic?: AtomicCapability<Tx>;
 }
 
+/** A store that runs in lease mode only: it has no transaction to share with the procedure (Redis, memory). */
+export interface LeaseStore extends IdempotencyStore<never> {
+  readonly atomic?: never;
+}
+
+/**
+ * The modes `TStore` can run in, read from its type: both when it has `atomic`, lease alone when it has none, and
+ * both when its type does not say (a plain `IdempotencyStore`, whose `atomic` may or may not be there).
+ */
+export type ModesOf<TStore> = TStore extends { readonly atomic?: never } ? "lease" : "atomic" | "lease";
+
+/**
+ * The mode a call runs in when none is given, read from the store's type as the engine reads it from the store:
+ * atomic when it has `atomic`, else lease; either when its type does not say.
+ */
+export type DefaultModeOf<TStore> = TStore extends { readonly atomic: object }
+  ? "atomic"
+  : TStore extends { readonly atomic?: never }
+    ? "lease"
+    : "atomic" | "lease";
+
 /** How long a duplicate waits for the call holding its key in atomic mode, unless the store says otherwise. */
 export const DEFAULT_WAIT_MS = 5_000;
 

@@ -8,14 +8,7 @@
  * procedure runs and the response stored after, with a fenced lease so that a crashed call is taken over once its
  * lease ends, and the late completion of the call presumed dead is refused.
  */
-import type {
-  ClaimRequest,
-  ClaimResult,
-  IdempotencyStore,
-  RecordId,
-  StoredRecord,
-  StoredResponse,
-} from "@idemkit/core";
+import type { ClaimRequest, ClaimResult, LeaseStore, RecordId, StoredRecord, StoredResponse } from "@idemkit/core";
 import { RecordState } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import { commandsOf, globEscaped, type RedisClient } from "./client.js";
@@ -37,8 +30,8 @@ export interface RedisStoreOptions {
 const until = (ms: number) => String(Math.ceil(ms));
 const at = (ms: number) => String(Math.floor(ms));
 
-/** The store over Redis, in lease mode: `idempotency({ store: redisStore({ client }), mode: "lease" })`. */
-export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): IdempotencyStore {
+/** The store over Redis, in lease mode (its only one): `idempotency({ store: redisStore({ client }) })`. */
+export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): LeaseStore {
   if (/[{}]/.test(prefix)) {
     throw new TypeError(
       `redisStore: the prefix ${JSON.stringify(prefix)} has braces, which would put every record in one Cluster slot.`,

@@ -91,11 +91,12 @@ describe.skipIf(Boolean(process.env.REDIS_URL))("redisStore without Redis", () =
     },
   );
 
-  it("refuses atomic mode when the middleware is built, and says to use lease mode", () => {
+  it("refuses atomic mode, by the types and when the middleware is built, and says to use lease mode", () => {
     expect(() =>
       idempotency({
         store: redisStore({ client: { evalSha: async () => 0, eval: async () => 0, hGetAll: async () => ({}) } }),
         scope: () => "alice",
+        // @ts-expect-error a Redis store has no atomic mode
         mode: "atomic",
       }),
     ).toThrow(/no atomic mode; use mode: 'lease'/);

@@ -9,6 +9,7 @@
  * than replayed as something else.
  */
 import {
+  type DefaultModeOf,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
   IdempotencyError,
@@ -17,6 +18,7 @@ import {
   IdempotencyMode,
   type IdempotencyStore,
   isIdempotencyError,
+  type ModesOf,
 } from "@idemkit/core";
 import {
   createIdempotencyEngine,
@@ -42,7 +44,7 @@ export interface IdempotencyContext<Tx> {
   scope: string;
   /**
    * Atomic mode: the transaction to write with. Writes made through it commit together with the stored
-   * result, or not at all. Lease mode: undefined.
+   * result, or not at all. Lease mode: undefined (so typed, when the mode is known from the store or `mode`).
    */
   tx: Tx;
   /**
@@ -59,12 +61,8 @@ export interface IdempotencyContext<Tx> {
   subKey(name: string): string;
 }
 
-export interface IdempotencyOptions<
-  TCtx extends object,
-  TStore extends IdempotencyStore<unknown>,
-  TMode extends IdempotencyMode,
-  TDbKey extends string = never,
-> {
+/** What every protected mutation takes, whatever its mode. */
+export interface IdempotencyCommonOptions<TCtx extends object, TStore extends IdempotencyStore<unknown>, TMode> {
   /** Where records live: `drizzleStore({ db })` in production, `memoryStore()` in unit tests. */
   store: TStore;
   /**
@@ -77,48 +75,16 @@ export interface IdempotencyOptions<
    * in the same transaction as the claim and the stored result. `lease`: for work whose effects leave the
    * database; the claim is committed first with a lease, and a crashed request is taken over when it ends.
    */
-  mode?: TMode;
-  /**
-   * Atomic mode: the context key your procedures already write with, such as create-t3-app's `"db"`. In a
-   * protected mutation `ctx[dbKey]` is then the idempotent transaction (the same one as `ctx.idempotency.tx`),
-   * so an existing procedure body becomes exactly-once without edits. It must hold the database the store was
-   * given. Default: none, and procedures write through `ctx.idempotency.tx`.
-   */
-  dbKey?: TDbKey;
+  mode?: TMode & ModesOf<TStore>;
   /** The router's data transformer (e.g. `superjson`), so stored results replay with their types. */
   transformer?: IdempotencyTransformer;
   /** How long results are replayed, in ms. Default 24 hours. */
   ttlMs?: number;
   /**
-   * Lease mode: how long a claim protects a call, in ms. A running call renews it every third of that; only a
-   * crashed (or hung) call lets it run out, and a retry then takes over. Default 60 seconds.
-   */
-  leaseMs?: number;
-  /** Lease mode: the longest a running call keeps its key by renewing its lease, in ms. Default 15 minutes. */
-  maxHoldMs?: number;
-  /**
    * The longest one store call may take (a claim, the commit), in ms, before the request is answered 503
    * `STORE_UNAVAILABLE` with `Retry-After` instead of waiting on a database that does not answer. Default 5 s.
    */
   storeTimeoutMs?: number;
-  /**
-   * Atomic mode: the longest the idempotent transaction may stay open, procedure included, in ms. Past it the
-   * transaction is rolled back and the request answered 503, so a hung call never holds a request for ever.
-   * Default 30 seconds.
-   */
-  transactionTimeoutMs?: number;
-  /**
-   * Lease mode: the longest a call's client waits for its procedure, in ms. Past it the call is answered 409
-   * `IN_PROGRESS` with `Retry-After` and `ctx.idempotency.signal` aborts; the key stays claimed until the procedure
-   * settles, so a retry never runs it while it may still run, and gets its stored answer once there is one.
-   * `Infinity` turns it off; atomic mode has `transactionTimeoutMs`. Default 30 seconds.
-   */
-  procedureTimeoutMs?: number;
-  /**
-   * Lease mode: where a call answered at `procedureTimeoutMs` hands the work that still runs, on platforms that stop
-   * a request's work once it is answered: `waitUntil: after` with Next.js's `after` from `next/server`.
-   */
-  waitUntil?: (settling: Promise<unknown>) => void;
   /** Completed results cached in memory for cheap replays; 0 turns it off. Default 10,000. */
   replayCacheSize?: number;
   /**
@@ -138,6 +104,65 @@ export interface IdempotencyOptions<
   onEvent?: (event: IdempotencyEvent) => void;
 }
 
+/** What only atomic mode takes: it has a transaction, and may put it on the context. */
+export interface IdempotencyAtomicOptions<TDbKey extends string> {
+  /**
+   * Atomic mode: the context key your procedures already write with, such as create-t3-app's `"db"`. In a
+   * protected mutation `ctx[dbKey]` is then the idempotent transaction (the same one as `ctx.idempotency.tx`),
+   * so an existing procedure body becomes exactly-once without edits. It must hold the database the store was
+   * given. Default: none, and procedures write through `ctx.idempotency.tx`.
+   */
+  dbKey?: TDbKey;
+  /**
+   * Atomic mode: the longest the idempotent transaction may stay open, procedure included, in ms. Past it the
+   * transaction is rolled back and the request answered 503, so a hung call never holds a request for ever.
+   * Default 30 seconds.
+   */
+  transactionTimeoutMs?: number;
+}
+
+/** What only lease mode takes: a claim committed first, kept alive while the call runs. */
+export interface IdempotencyLeaseOptions {
+  /**
+   * Lease mode: how long a claim protects a call, in ms. A running call renews it every third of that; only a
+   * crashed (or hung) call lets it run out, and a retry then takes over. Default 60 seconds.
+   */
+  leaseMs?: number;
+  /** Lease mode: the longest a running call keeps its key by renewing its lease, in ms. Default 15 minutes. */
+  maxHoldMs?: number;
+  /**
+   * Lease mode: the longest a call's client waits for its procedure, in ms. Past it the call is answered 409
+   * `IN_PROGRESS` with `Retry-After` and `ctx.idempotency.signal` aborts; the key stays claimed until the procedure
+   * settles, so a retry never runs it while it may still run, and gets its stored answer once there is one.
+   * `Infinity` turns it off; atomic mode has `transactionTimeoutMs`. Default 30 seconds.
+   */
+  procedureTimeoutMs?: number;
+  /**
+   * Lease mode: where a call answered at `procedureTimeoutMs` hands the work that still runs, on platforms that stop
+   * a request's work once it is answered: `waitUntil: after` with Next.js's `after` from `next/server`.
+   */
+  waitUntil?: (settling: Promise<unknown>) => void;
+}
+
+/** The other mode's options, refused: `dbKey` in lease mode is a compile error, not a throw at startup. */
+type Refused<T> = { [K in keyof T]?: never };
+
+/**
+ * The middleware's options for `TMode`, which is read from the store (see `DefaultModeOf`) unless `mode` is given.
+ * A store whose type does not say whether it has `atomic` takes both modes' options but `dbKey`.
+ */
+export type IdempotencyOptions<
+  TCtx extends object,
+  TStore extends IdempotencyStore<unknown>,
+  TMode extends IdempotencyMode,
+  TDbKey extends string = never,
+> = IdempotencyCommonOptions<TCtx, TStore, TMode> &
+  ([TMode] extends ["atomic"]
+    ? IdempotencyAtomicOptions<TDbKey> & Refused<IdempotencyLeaseOptions>
+    : [TMode] extends ["lease"]
+      ? IdempotencyLeaseOptions & Refused<IdempotencyAtomicOptions<string>>
+      : IdempotencyLeaseOptions & Omit<IdempotencyAtomicOptions<never>, "dbKey">);
+
 /**
  * The middleware for protected mutations. Use it with `.use()` on the procedure your mutations are built from:
  *
@@ -150,12 +175,14 @@ export interface IdempotencyOptions<
 export function idempotency<
   TCtx extends object,
   TStore extends IdempotencyStore<unknown>,
-  TMode extends IdempotencyMode = "atomic",
+  TMode extends IdempotencyMode = DefaultModeOf<TStore>,
   TDbKey extends Extract<keyof TCtx, string> = never,
 >(options: IdempotencyOptions<TCtx, TStore, TMode, TDbKey>) {
   type Tx = TMode extends "lease" ? undefined : TransactionOfStore<TStore>;
   type Overrides = { idempotency: IdempotencyContext<Tx> } & { [K in TDbKey]: Tx };
-  const { scope: scopeOf, storeServerErrors = false, http = httpFromContext, dbKey } = options;
+  const { scope: scopeOf, storeServerErrors = false, http = httpFromContext } = options;
+  // Refused by the types outside atomic mode; read as it is, for callers without them (JavaScript).
+  const { dbKey } = options as { dbKey?: TDbKey };
   const engine = createIdempotencyEngine<unknown>(options);
   if (dbKey !== undefined && engine.mode !== IdempotencyMode.ATOMIC) {
     throw new TypeError(

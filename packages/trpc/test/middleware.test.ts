@@ -491,11 +491,12 @@ describe("the app's own database handle (dbKey)", () => {
     }
   });
 
-  it("is refused in lease mode, which has no transaction to hand over", () => {
+  it("is refused in lease mode, which has no transaction to hand over: by the types, and at startup", () => {
     expect(() =>
       idempotency({
         store: drizzleStore({ db: database.db }),
         mode: "lease",
+        // @ts-expect-error dbKey belongs to atomic mode
         dbKey: "db",
         scope: ({ ctx }: { ctx: { db: unknown; userId: string } }) => ctx.userId,
       }),
