@@ -24,7 +24,7 @@ export function PlaceOrder({ cart }: { cart: Cart }) {
         Place order
       </button>
       {order.isCheckingOutcome && <p>Checking whether your order went through…</p>}
-      {order.isPaused && <p>Offline: the order will be sent when you are back.</p>}
+      {order.isOffline && <p>Offline: the order will be sent when you are back.</p>}
       {retryInS !== undefined && (
         <p>
           {order.failedAttemptStatus === undefined ? "Connection lost" : "The shop had a problem"}: retrying in{" "}

@@ -11,8 +11,12 @@ import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 import { newIdempotencyKey } from "@idemkit/core/internal";
 import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
 import {
+  hydrate,
   type MutateOptions,
   type MutationFunctionContext,
+  type MutationKey,
+  type MutationState,
+  type QueryClient,
   type UseMutateAsyncFunction,
   type UseMutateFunction,
   type UseMutationOptions,
@@ -34,7 +38,7 @@ import {
   type KeyStorage,
   storageWhileHeld,
 } from "./action-store.js";
-import { appCallbacks, carriedKey, carryingKey, ownOnMutateResult } from "./mutation-key-context.js";
+import { appCallbacks, carriedKey, carryingKey, keyCarrying, ownOnMutateResult } from "./mutation-key-context.js";
 import { DEFAULT_LOOKUP_MAX_RUNNING_MS, type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
 import { DEFAULT_TAB_WAIT_MS, knownTab, sendAcrossTabs, thisTab } from "./tabs.js";
 
@@ -111,11 +115,15 @@ export interface IdempotentMutationState {
    * 5xx under the middleware's `storeServerErrors`).
    */
   retryable: boolean | undefined;
-  /** True while the mutation waits for the browser to come back online, before its first request or a retry. */
-  isPaused: boolean;
+  /**
+   * True while the action waits for the browser to come back online: paused by TanStack Query before its first
+   * request (its own `isPaused`), or by the link before a retry. For "you are offline: it will be sent".
+   */
+  isOffline: boolean;
   /**
    * What the `lookup` found for the current action when the hook had no answer of its own (after a reload, after
-   * the link gave up); undefined before it asked, or without a `lookup`. A `completed` one also shows as success;
+   * the link gave up); undefined before it asked, or without a `lookup`. A `completed` one is put in TanStack
+   * Query's cache as the action's settled mutation, so the hook shows it as its success (`data`, `isSuccess`);
    * `running` is asked again until `lookupMaxRunningMs`, and then shown as `unknown`.
    */
   outcome: IdempotencyOutcomeAnswer | undefined;
@@ -131,7 +139,7 @@ export interface IdempotentMutationState {
 export type IdempotentMutationResult<TOutput, TError, TInput> =
   UseMutationResult<TOutput, TError, TInput> extends infer State
     ? State extends unknown
-      ? Omit<State, "mutate" | "mutateAsync" | "reset" | "isPaused"> &
+      ? Omit<State, "mutate" | "mutateAsync" | "reset"> &
           IdempotentMutationState & {
             /**
              * Starts an action for this input, or rejoins the current one: the same input reuses the action's key
@@ -252,6 +260,8 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
   const [found, setFound] = useState<{ key: string; outcome: IdempotencyOutcomeAnswer }>();
   const lookupRef = useRef({ ask: lookup, maxRunningMs: lookupMaxRunningMs });
   lookupRef.current = { ask: lookup, maxRunningMs: lookupMaxRunningMs };
+  /** Where a found answer is settled: this render's cache and mutation key (set below, once they are known). */
+  const cacheRef = useRef<{ queryClient: QueryClient; mutationKey: MutationKey }>(undefined);
   const afterSuccessRef = useRef(afterSuccess);
   afterSuccessRef.current = afterSuccess;
   /** The action succeeded: in a form that starts a new action after a success, the next press has a new key. */
@@ -299,7 +309,10 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
           action.current = { ...current, refused: true };
           store.write(action.current);
         }
-        if (outcome.state === "completed") markSucceeded(current);
+        if (outcome.state === "completed") {
+          markSucceeded(current);
+          if (cacheRef.current) settleInCache(cacheRef.current, current.key, outcome.data);
+        }
         setFound({ key: current.key, outcome });
       }).finally(() => {
         done = true;
@@ -423,6 +436,7 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
   const { mutateAsync: startMutation, reset: resetMutation } = mutation;
   const queryClient = useQueryClient();
   const mutationKey = base.mutationKey;
+  cacheRef.current = { queryClient, mutationKey };
   // This action's mutation that TanStack Query restored after a reload (persisted while it waited offline, and
   // resumed by idempotentMutationDefaults): shown as the hook's own until the user starts another action.
   const restored = useMutationState({
@@ -542,11 +556,13 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
     replayed: progress.replayed,
     // Once the lookup found the action refused, pressing again is a new attempt, not a retry of this one.
     retryable: mutation.error ? outcome?.state !== "failed" && isRetryableError(mutation.error) : undefined,
-    isPaused: mutation.isPaused || progress.offline,
+    isOffline: mutation.isPaused || progress.offline,
     outcome,
     isCheckingOutcome: checking !== undefined && checking === key,
   };
-  if (mutation.isIdle && restored) {
+  // This action's settled or waiting mutation in the cache (restored after a reload, or the success the lookup put
+  // there) is the hook's state while the hook has no mutation of its own, or its own gave up without an answer.
+  if (restored && (mutation.isIdle || (mutation.isError && restored.status === "success"))) {
     return {
       ...state,
       ...restored,
@@ -555,27 +571,38 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
       isPending: restored.status === "pending",
       isSuccess: restored.status === "success",
       isError: restored.status === "error",
+      isOffline: restored.isPaused || progress.offline,
+      // Only a stored answer is found by the lookup: it is a replay.
+      replayed: progress.replayed || outcome?.state === "completed",
       retryable: restored.error ? isRetryableError(restored.error) : undefined,
     } as IdempotentMutationResult<TOutput, TError, TInput>;
   }
-  // An action the lookup found completed, while the hook has no answer of its own, shows as its replay would.
-  const showsFound = outcome?.state === "completed" && !mutation.isPending && !mutation.isSuccess;
-  return (
-    showsFound
-      ? {
-          ...state,
-          status: "success",
-          isSuccess: true,
-          isIdle: false,
-          isError: false,
-          error: null,
-          failureReason: null,
-          data: outcome.data,
-          replayed: true,
-          retryable: undefined,
-        }
-      : state
-  ) as IdempotentMutationResult<TOutput, TError, TInput>;
+  return state as IdempotentMutationResult<TOutput, TError, TInput>;
+}
+
+/**
+ * Puts the answer the lookup found for the action with `key` in TanStack Query's cache as that action's settled
+ * mutation, through `hydrate`, the public way a mutation's state enters a cache: the hook then shows it as it shows
+ * a mutation restored after a reload, and TanStack Query (its devtools, `useMutationState`) sees it as it is. Its
+ * input is not known here (the hook keeps only a fingerprint of it), so `variables` is undefined.
+ */
+function settleInCache(
+  { queryClient, mutationKey }: { queryClient: QueryClient; mutationKey: MutationKey },
+  key: string,
+  data: unknown,
+): void {
+  const state: MutationState = {
+    context: keyCarrying(key),
+    data,
+    error: null,
+    failureCount: 0,
+    failureReason: null,
+    isPaused: false,
+    status: "success",
+    variables: undefined,
+    submittedAt: Date.now(),
+  };
+  hydrate(queryClient, { mutations: [{ mutationKey, state }], queries: [] });
 }
 
 /** No retry waiting, so no failed attempt to tell about. */

@@ -16,6 +16,11 @@ function isKeyCarrying(value: unknown): value is KeyCarryingResult {
   return typeof value === "object" && value !== null && typeof (value as KeyCarryingResult).idemkitKey === "string";
 }
 
+/** An `onMutate` result carrying `key`, for a mutation the app's own `onMutate` never ran for. */
+export function keyCarrying(key: string): KeyCarryingResult {
+  return { idemkitKey: key, onMutateResult: undefined };
+}
+
 /** The key a mutation carries in its `onMutate` result, if it carries one. */
 export function carriedKey(value: unknown): string | undefined {
   return isKeyCarrying(value) ? value.idemkitKey : undefined;

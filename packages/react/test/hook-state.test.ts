@@ -514,6 +514,20 @@ describe("the outcome lookup", () => {
     },
   );
 
+  it("puts the answer it found in TanStack Query's cache as the action's settled mutation, which the hook shows", async () => {
+    const key = globalThis.crypto.randomUUID();
+    leftBehind(key);
+    const { lookup } = lookupAnswering({ state: "completed", data: { orderId: 7 } });
+    const clients = clientsOfAPage();
+    const { result } = render({ lookup, clients });
+    await settle();
+    const settled = clients.queryClient.getMutationCache().findAll({ status: "success" });
+    expect(settled.map((mutation) => mutation.state.data)).toEqual([{ orderId: 7 }]);
+    expect(result.current).toMatchObject({ status: "success", data: settled[0]?.state.data, isPaused: false });
+    // Nothing of the app's ran for it: no onMutate result, no input it never saw.
+    expect(result.current).toMatchObject({ context: undefined, variables: undefined });
+  });
+
   it("says it is checking from the moment a reload finds the action until the lookup answers", async () => {
     const key = globalThis.crypto.randomUUID();
     leftBehind(key);
@@ -678,7 +692,7 @@ describe("two forms on one procedure", () => {
 });
 
 describe("offline", () => {
-  it("is no longer paused once the link stopped waiting for the connection: the error says to press again", async () => {
+  it("is no longer offline once the link stopped waiting for the connection: the error says to press again", async () => {
     Object.defineProperty(window.navigator, "onLine", { configurable: true, get: () => false });
     try {
       const { result } = render();
@@ -686,9 +700,9 @@ describe("offline", () => {
       await settle();
       sent[0]?.drop();
       await settle();
-      expect(result.current).toMatchObject({ isPaused: true, isPending: true });
+      expect(result.current).toMatchObject({ isOffline: true, isPaused: false, isPending: true });
       await act(() => vi.advanceTimersByTimeAsync(60_000));
-      expect(result.current).toMatchObject({ isPaused: false, isError: true, retryable: true });
+      expect(result.current).toMatchObject({ isOffline: false, isError: true, retryable: true });
     } finally {
       Object.defineProperty(window.navigator, "onLine", { configurable: true, get: () => true });
     }
@@ -939,7 +953,7 @@ describe("a mutation persisted while it waited offline (persistQueryClient)", ()
     const page = render({ clients: before });
     act(() => page.result.current.mutate(tea));
     await settle();
-    expect(page.result.current.isPaused).toBe(true);
+    expect(page.result.current).toMatchObject({ isPaused: true, isOffline: true });
     const key = page.result.current.key;
     const saved = persisted(before.queryClient);
     expect(saved.mutations).toHaveLength(1);
@@ -966,7 +980,7 @@ describe("a mutation persisted while it waited offline (persistQueryClient)", ()
 
   it("resumes after the reload with the key it was started with, through idempotentMutationDefaults", async () => {
     const { key, reloaded, settled, online } = await reloadedWithPausedOrder();
-    expect(reloaded.result.current).toMatchObject({ key, isPending: true, isPaused: true });
+    expect(reloaded.result.current).toMatchObject({ key, isPending: true, isPaused: true, isOffline: true });
     await online();
     expect(sent.map((request) => [request.key, JSON.parse(request.body)])).toEqual([[key, tea]]);
 

@@ -151,7 +151,7 @@ export function Checkout() {
 
 interface ActionView {
   status: "idle" | "pending" | "success" | "error";
-  isPaused: boolean;
+  isOffline: boolean;
   nextRetryAt: number | undefined;
   /** Another tab is sending this cart: this one waits for its answer until then, and then sends itself. */
   waitingForTabUntil: number | undefined;
@@ -171,7 +171,7 @@ const CHECKING = "Checking whether your order went through…";
 
 /** What the button's action is doing, in words; the order number once the server has answered. */
 function statusLine(action: ActionView, now: number): string {
-  if (action.isPaused) return "You are offline: the order will be sent when the connection is back.";
+  if (action.isOffline) return "You are offline: the order will be sent when the connection is back.";
   if (action.waitingForTabUntil !== undefined) {
     const seconds = Math.max(0, Math.ceil((action.waitingForTabUntil - now) / 1000));
     return `Another tab is placing this order: waiting for it (${seconds} s)…`;
