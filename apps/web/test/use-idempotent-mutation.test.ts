@@ -4,7 +4,7 @@
  * over HTTP on 127.0.0.1, through a proxy that loses responses and answers 503 or 409 on cue. Orders are counted
  * in the database: what a user relies on is how many orders exist, not what the hook says.
  */
-import { fingerprint } from "@idemkit/core/internal";
+import { fingerprint } from "@idemkit/core";
 import { ActionInFlightError, type UseIdempotentMutationOptions, useIdempotentMutation } from "@idemkit/react";
 import { createDatabase, type FaultProxy, serveFetch, startFaultProxy } from "@idemkit/testkit";
 import { idempotencyLink } from "@idemkit/trpc/client";

@@ -30,6 +30,10 @@ export const IdempotencyErrorCode = {
    * again, so pass `ctx.idempotency.subKey(...)` to whatever it calls downstream.
    */
   RESULT_NOT_STORED: "RESULT_NOT_STORED",
+  /** The request's body is larger than the adapter reads (the Fetch adapter's `maxBodyBytes`). Terminal. */
+  BODY_TOO_LARGE: "BODY_TOO_LARGE",
+  /** The request's body did not arrive in time (the Fetch adapter's `bodyTimeoutMs`), so nothing ran. Retryable. */
+  BODY_TIMEOUT: "BODY_TIMEOUT",
 } as const;
 
 export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof IdempotencyErrorCode];
@@ -39,6 +43,7 @@ const RETRYABLE: ReadonlySet<IdempotencyErrorCode> = new Set([
   IdempotencyErrorCode.STORE_UNAVAILABLE,
   IdempotencyErrorCode.LEASE_LOST,
   IdempotencyErrorCode.RESULT_NOT_STORED,
+  IdempotencyErrorCode.BODY_TIMEOUT,
 ]);
 
 /** Whether a client may resend the same request with the same key after this code. */

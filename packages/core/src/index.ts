@@ -1,10 +1,19 @@
 /**
- * The public surface of `@idemkit/core`: what apps (events, modes, errors, headers) and store authors (the store
- * contract, `replacement`, `memoryStore` as a model) rely on. The engine, fingerprints, key parsing and the retry
- * maths that idemkit's own packages share are at `@idemkit/core/internal`, with no promise of stability.
+ * The public surface of `@idemkit/core`, under semver: the engine that adapters are built on (creating it, running
+ * one request, its options and events), the Fetch adapter on it, fingerprints and key parsing; what apps rely on
+ * (modes, errors, headers); and what store authors need (the store contract, `replacement`, `memoryStore` as a
+ * model). What idemkit's own packages share beyond that is at `@idemkit/core/internal`, with no such promise.
  */
-export type { IdempotencyEvent } from "./engine.js";
-export { IdempotencyEventType, IdempotencyMode } from "./engine.js";
+export type {
+  Execution,
+  IdempotencyEngine,
+  IdempotencyEngineOptions,
+  IdempotencyEvent,
+  IdempotentRequest,
+  RunResult,
+  Settlement,
+} from "./engine.js";
+export { createIdempotencyEngine, IdempotencyEventType, IdempotencyMode } from "./engine.js";
 export type { IdempotencyErrorOptions } from "./errors.js";
 export {
   IdempotencyError,
@@ -14,7 +23,12 @@ export {
   isRetryableCode,
   ProcedureTransactionError,
 } from "./errors.js";
-export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from "./key.js";
+export type { FetchHandler, FetchIdempotency, FetchIdempotencyOptions } from "./fetch.js";
+export { withIdempotency } from "./fetch.js";
+export type { FingerprintOptions } from "./fingerprint.js";
+export { fingerprint, fingerprintAsync } from "./fingerprint.js";
+export { httpStatusOf } from "./http-status.js";
+export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH, parseIdempotencyKey } from "./key.js";
 export { memoryStore } from "./memory-store.js";
 export type { IdempotencyOutcomeAnswer } from "./outcome.js";
 export type { RetryPolicy } from "./retry.js";

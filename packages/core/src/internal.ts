@@ -1,19 +1,9 @@
 /**
- * What idemkit's own packages share and apps should not import: the engine, request fingerprints, key parsing, the
- * one classification of answers and the client's retry maths. Names and signatures here may change in any release.
+ * What idemkit's own packages share and apps should not import: canonical JSON, the one classification of answers
+ * and the client's retry maths. Names and signatures here may change in any release; the engine, fingerprints and
+ * key parsing are public, in `@idemkit/core`.
  */
-export type {
-  Execution,
-  IdempotencyEngine,
-  IdempotencyEngineOptions,
-  IdempotentRequest,
-  RunResult,
-  Settlement,
-} from "./engine.js";
-export { createIdempotencyEngine } from "./engine.js";
-export type { FingerprintOptions } from "./fingerprint.js";
-export { canonicalJson, fingerprint, fingerprintAsync } from "./fingerprint.js";
-export { parseIdempotencyKey } from "./key.js";
+export { canonicalJson } from "./fingerprint.js";
 export type { AnswerSeen } from "./outcome.js";
 export { isRetryableAnswer, isStoredStatus } from "./outcome.js";
 export type { RetryState } from "./retry.js";

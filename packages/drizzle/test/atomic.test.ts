@@ -5,7 +5,7 @@
  * transaction are caught.
  */
 import type { ClaimRequest } from "@idemkit/core";
-import { createIdempotencyEngine, type Execution } from "@idemkit/core/internal";
+import { createIdempotencyEngine, type Execution } from "@idemkit/core";
 import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";

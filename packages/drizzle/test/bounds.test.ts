@@ -3,7 +3,7 @@
  * longer than `waitMs` (then 503, and it never runs when the connection comes), and a procedure that outlives its
  * transaction (held past `transactionTimeoutMs`) can no longer write through it: nothing of it is kept.
  */
-import { createIdempotencyEngine, type Settlement } from "@idemkit/core/internal";
+import { createIdempotencyEngine, type Settlement } from "@idemkit/core";
 import { gate } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";

@@ -4,7 +4,7 @@
  * asking between pauses. Either way, an unrelated request on a small pool is served while they wait, and every
  * duplicate replays the one run's answer.
  */
-import { createIdempotencyEngine, type Settlement } from "@idemkit/core/internal";
+import { createIdempotencyEngine, type Settlement } from "@idemkit/core";
 import { gate } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";

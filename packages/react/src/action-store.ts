@@ -3,7 +3,7 @@
  * reloads. sessionStorage by default: it survives a reload but not the tab, which is exactly the life of "this
  * user pressing this button". A tab the browser duplicates gets a copy: actions are stamped with their tab for that.
  */
-import { fingerprint } from "@idemkit/core/internal";
+import { fingerprint } from "@idemkit/core";
 import { browserStorage } from "./browser-storage.js";
 import type { TabIdentity } from "./tabs.js";
 

@@ -6,7 +6,7 @@
  */
 
 import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
-import { fingerprint } from "@idemkit/core/internal";
+import { fingerprint } from "@idemkit/core";
 import { idempotencyLink } from "@idemkit/trpc/client";
 import {
   dehydrate,

@@ -2,20 +2,19 @@
  * The one place where idemkit's error codes become tRPC codes (and so HTTP statuses), and where a client-facing
  * error learns its idempotency code, so clients tell "retry" from "give up" by `data`, never by message.
  */
-import { type IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "@idemkit/core";
+import { httpStatusOf, type IdempotencyError, type IdempotencyErrorCode, isIdempotencyError } from "@idemkit/core";
 import { type TRPC_ERROR_CODE_KEY, TRPCError } from "@trpc/server";
 import type { IdempotencyHttp } from "./http.js";
 
-const TRPC_CODE: Record<IdempotencyErrorCode, TRPC_ERROR_CODE_KEY> = {
-  [IdempotencyErrorCode.KEY_MISSING]: "BAD_REQUEST",
-  [IdempotencyErrorCode.KEY_INVALID]: "BAD_REQUEST",
-  [IdempotencyErrorCode.KEY_SHARED_IN_BATCH]: "BAD_REQUEST",
-  [IdempotencyErrorCode.FINGERPRINT_MISMATCH]: "UNPROCESSABLE_CONTENT",
-  [IdempotencyErrorCode.IN_PROGRESS]: "CONFLICT",
-  [IdempotencyErrorCode.LEASE_LOST]: "CONFLICT",
-  [IdempotencyErrorCode.STORE_UNAVAILABLE]: "SERVICE_UNAVAILABLE",
-  [IdempotencyErrorCode.STORE_MISCONFIGURED]: "INTERNAL_SERVER_ERROR",
-  [IdempotencyErrorCode.RESULT_NOT_STORED]: "INTERNAL_SERVER_ERROR",
+/** tRPC's code for each status core answers refusals with (`httpStatusOf`), so both agree by construction. */
+const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
+  400: "BAD_REQUEST",
+  408: "TIMEOUT",
+  409: "CONFLICT",
+  413: "PAYLOAD_TOO_LARGE",
+  422: "UNPROCESSABLE_CONTENT",
+  500: "INTERNAL_SERVER_ERROR",
+  503: "SERVICE_UNAVAILABLE",
 };
 
 /** Converts an idemkit refusal to the TRPCError the client sees, and sets `Retry-After` where it applies. */
@@ -23,7 +22,8 @@ export function toTRPCError(error: IdempotencyError, http: Pick<IdempotencyHttp,
   if (error.retryAfterMs !== undefined) {
     http?.setHeader?.("Retry-After", String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))));
   }
-  return new TRPCError({ code: TRPC_CODE[error.code], message: error.message, cause: error });
+  const code = TRPC_CODE_BY_STATUS[httpStatusOf(error.code)] ?? "INTERNAL_SERVER_ERROR";
+  return new TRPCError({ code, message: error.message, cause: error });
 }
 
 /** The idempotency part of an error's `data`, as a client reads it. */

@@ -9,7 +9,9 @@
  * than replayed as something else.
  */
 import {
+  createIdempotencyEngine,
   type DefaultModeOf,
+  fingerprintAsync,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
   IdempotencyError,
@@ -19,14 +21,10 @@ import {
   type IdempotencyStore,
   isIdempotencyError,
   type ModesOf,
-} from "@idemkit/core";
-import {
-  createIdempotencyEngine,
-  fingerprintAsync,
   parseIdempotencyKey,
   type Settlement,
-  sha256Hex,
-} from "@idemkit/core/internal";
+} from "@idemkit/core";
+import { sha256Hex } from "@idemkit/core/internal";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { toTRPCError } from "./errors.js";
 import { explicitKeyOf, httpFromContext, type IdempotencyHttp } from "./http.js";

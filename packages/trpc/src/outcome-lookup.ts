@@ -10,8 +10,13 @@
  * "7" and organisation "7" are the same string), so each procedure is read under its own middleware's scope
  * function, and a procedure the lookup does not list is refused rather than read under a scope that may not be its.
  */
-import { type IdempotencyOutcomeAnswer, type IdempotencyStore, RecordState, type StoredRecord } from "@idemkit/core";
-import { parseIdempotencyKey } from "@idemkit/core/internal";
+import {
+  type IdempotencyOutcomeAnswer,
+  type IdempotencyStore,
+  parseIdempotencyKey,
+  RecordState,
+  type StoredRecord,
+} from "@idemkit/core";
 import { TRPCError } from "@trpc/server";
 import { type IdempotencyTransformer, outputTransformer, type StoredBody } from "./stored-body.js";
 

@@ -2,7 +2,7 @@
  * Every public entry point, imported as a user would. The `@ts-expect-error` lines fail the type check if an entry's
  * types resolved to `any` (a missing declaration file would let everything through).
  */
-import { memoryStore } from "@idemkit/core";
+import { type createIdempotencyEngine, memoryStore, withIdempotency } from "@idemkit/core";
 import type { describeStoreConformance } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
 import type { guardedConnections } from "@idemkit/drizzle/postgres-js";
@@ -17,6 +17,8 @@ import type { fireDuplicates } from "@idemkit/trpc/testing";
 
 export type Entries = [
   typeof memoryStore,
+  typeof createIdempotencyEngine,
+  typeof withIdempotency,
   typeof describeStoreConformance,
   typeof drizzleStore,
   typeof idempotencyKeys,
@@ -35,6 +37,8 @@ export type Entries = [
 export function misuse(): void {
   // @ts-expect-error scope is required
   idempotency({ store: memoryStore() });
+  // @ts-expect-error the Fetch adapter's scope reads a Request
+  withIdempotency(() => new Response(), { store: memoryStore(), scope: 42 });
   // @ts-expect-error a key is a string
   idempotencyContext({ key: 42 });
   // @ts-expect-error the link needs a url

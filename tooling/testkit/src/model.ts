@@ -10,6 +10,9 @@
  * (IDEMKIT_MODEL_RUNS, IDEMKIT_MODEL_SEED).
  */
 import {
+  createIdempotencyEngine,
+  type Execution,
+  type IdempotencyEngine,
   IdempotencyErrorCode,
   IdempotencyMode,
   type IdempotencyStore,
@@ -17,7 +20,6 @@ import {
   RecordState,
   type StoredRecord,
 } from "@idemkit/core";
-import { createIdempotencyEngine, type Execution, type IdempotencyEngine } from "@idemkit/core/internal";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 

@@ -7,13 +7,8 @@
  *                     same key                                                                      same key
  */
 import type { RetryPolicy } from "@idemkit/core";
-import {
-  DEFAULT_RETRY_POLICY,
-  newIdempotencyKey,
-  nextRetryDelayMs,
-  parseIdempotencyKey,
-  parseRetryAfterMs,
-} from "@idemkit/core/internal";
+import { parseIdempotencyKey } from "@idemkit/core";
+import { DEFAULT_RETRY_POLICY, newIdempotencyKey, nextRetryDelayMs, parseRetryAfterMs } from "@idemkit/core/internal";
 import { type Operation, type OperationResultEnvelope, TRPCClientError, type TRPCLink } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import { observable } from "@trpc/server/observable";

@@ -1,0 +1,318 @@
+/**
+ * The engine over the Fetch API: `withIdempotency(handler, options)` turns a `(Request) => Response` handler (a
+ * Next.js route handler, Hono, Bun, Deno, a Cloudflare worker) into one whose unsafe requests (POST, PUT, PATCH,
+ * DELETE) need an `Idempotency-Key` and run once per key. It is built only on what `@idemkit/core` exports, as a
+ * third party's adapter would be:
+ *
+ *   request ─▶ key, scope, body (bounded) ─▶ engine.run ─┬─ first: handler ─▶ its Response, stored (2xx, most 4xx)
+ *                                                        ├─ duplicate: the stored Response, `Idempotent-Replayed: true`
+ *                                                        └─ refused: 400 / 409 / 413 / 422 / 503, JSON, Retry-After
+ *
+ * A stored answer keeps its status, its body byte for byte, and the headers that describe it (content type,
+ * location, ETag, ...); never `Set-Cookie` or anything else particular to the first client.
+ */
+import {
+  createIdempotencyEngine,
+  type IdempotencyEngineOptions,
+  type IdempotencyMode,
+  type IdempotentRequest,
+  type Settlement,
+} from "./engine.js";
+import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
+import { fingerprint } from "./fingerprint.js";
+import { httpStatusOf } from "./http-status.js";
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./key.js";
+import { isStoredStatus } from "./outcome.js";
+import { sha256Hex } from "./sha256.js";
+import type { DefaultModeOf, IdempotencyStore, ModesOf } from "./store.js";
+
+/** What the handler gets for one protected request, beside the request itself. */
+export interface FetchIdempotency<Tx> {
+  /** The validated `Idempotency-Key` of this request. */
+  key: string;
+  /** The scope its record belongs to. */
+  scope: string;
+  /** Atomic mode: the transaction to write with, committed with the stored answer. Lease mode: undefined. */
+  tx: Tx;
+  /** Lease mode: aborts when the request's lease is lost, or at `procedureTimeoutMs`. Atomic mode: never aborts. */
+  signal: AbortSignal;
+  /** A stable key for a downstream call, the same on every retry of this request: `subKey("charge")`. */
+  subKey(name: string): string;
+}
+
+/** A Fetch handler that is handed its request's idempotency. */
+export type FetchHandler<Tx> = (request: Request, idempotency: FetchIdempotency<Tx>) => Response | Promise<Response>;
+
+type TransactionOfStore<TStore> = TStore extends IdempotencyStore<infer Tx> ? Tx : never;
+type TxOf<TStore, TMode> = TMode extends "lease" ? undefined : TransactionOfStore<TStore>;
+
+/** Options of {@link withIdempotency}: the engine's, and how a request is read. */
+export interface FetchIdempotencyOptions<TStore extends IdempotencyStore<unknown>, TMode extends IdempotencyMode>
+  extends Omit<IdempotencyEngineOptions<TransactionOfStore<TStore>>, "store" | "mode"> {
+  /** Where records live: `drizzleStore({ db })` in production, `memoryStore()` in unit tests. */
+  store: TStore;
+  /** `atomic` (the default with a store that has it) or `lease`; see the engine's options. */
+  mode?: TMode & ModesOf<TStore>;
+  /**
+   * Who owns the record: the user or tenant, from the request (its session cookie, its token). Required, so one
+   * user can never replay, see or block another's answer by sending the same key.
+   */
+  scope: (request: Request) => string | Promise<string>;
+  /** The endpoint's name in its records. Default: the request URL's path (`/api/orders`). */
+  path?: (request: Request) => string;
+  /** The largest body read, in bytes; a larger one is answered 413 and nothing runs. Default 1 MiB. */
+  maxBodyBytes?: number;
+  /** How long the body may take to arrive, in ms; past it the request is answered 408 and nothing runs. Default 10 s. */
+  bodyTimeoutMs?: number;
+  /** Store 5xx answers too, so retries replay them instead of running again. Off by default. */
+  storeServerErrors?: boolean;
+}
+
+/** Methods that change nothing, which pass through unprotected. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** Headers that describe an answer rather than the client it was sent to: the ones a replay carries. */
+const REPLAYED_HEADERS = [
+  "content-type",
+  "content-language",
+  "content-disposition",
+  "location",
+  "etag",
+  "last-modified",
+  "cache-control",
+];
+
+/** A stored answer: status is the record's, this is its body. Text is kept as text, other bytes as base64. */
+interface StoredFetchBody {
+  headers: [string, string][];
+  text?: string;
+  base64?: string;
+}
+
+/**
+ * Protects `handler`: every POST, PUT, PATCH and DELETE needs an `Idempotency-Key`; the first request with a key
+ * runs, its duplicates get its answer again, one that arrives while it runs waits for it (atomic mode) or is told
+ * 409 with `Retry-After`, and the same key with another body is refused 422. Nothing runs unprotected: a missing
+ * key, a store that is down or a body too large is refused before the handler is called.
+ *
+ *   export const POST = withIdempotency(
+ *     async (request, { tx }) => Response.json(await placeOrder(tx, await request.json()), { status: 201 }),
+ *     { store: drizzleStore({ db }), scope: (request) => userIdOf(request) },
+ *   );
+ */
+export function withIdempotency<
+  TStore extends IdempotencyStore<unknown>,
+  TMode extends IdempotencyMode = DefaultModeOf<TStore>,
+>(
+  handler: FetchHandler<TxOf<TStore, TMode>>,
+  options: FetchIdempotencyOptions<TStore, TMode>,
+): (request: Request) => Promise<Response> {
+  const {
+    scope: scopeOf,
+    path: pathOf = (request: Request) => new URL(request.url).pathname,
+    maxBodyBytes = 1_048_576,
+    bodyTimeoutMs = 10_000,
+    storeServerErrors = false,
+    ...engineOptions
+  } = options;
+  const engine = createIdempotencyEngine<unknown>(engineOptions as IdempotencyEngineOptions<unknown>);
+
+  return async (request) => {
+    if (SAFE_METHODS.has(request.method)) return handler(request, unprotected());
+    try {
+      const path = pathOf(request);
+      const key = parseIdempotencyKey(request.headers.get(IDEMPOTENCY_KEY_HEADER) ?? missingKey(path), path);
+      const body = await boundedBody(request, maxBodyBytes, bodyTimeoutMs);
+      const scope = await scopeOf(request);
+      if (typeof scope !== "string" || scope.length === 0) {
+        throw new TypeError("withIdempotency(): scope() must return a non-empty string.");
+      }
+      const identity: IdempotentRequest = {
+        scope,
+        path,
+        key,
+        fingerprint: fingerprint({
+          method: request.method,
+          url: pathAndQuery(request.url),
+          contentType: request.headers.get("content-type"),
+          body: await sha256Bytes(body),
+        }),
+      };
+      const subKey = (name: string) => sha256Hex(JSON.stringify([scope, path, key, name])).slice(0, 40);
+      const run = await engine.run(identity, async ({ tx, signal }): Promise<Settlement<Response>> => {
+        const idempotency = { key, scope, tx: tx as TxOf<TStore, TMode>, signal, subKey };
+        const answer = await handler(rebuilt(request, body), idempotency);
+        if (!isStoredStatus(answer.status, { storeServerErrors })) return { value: answer, response: undefined };
+        const { stored, bytes } = await storedBodyOf(answer);
+        // Read to be stored, the answer goes to its own client whole: all its headers, Set-Cookie included.
+        const first = new Response(bodyless(answer.status) ? null : bytes, answer);
+        return { value: first, response: { status: answer.status, body: JSON.stringify(stored) } };
+      });
+      if (!run.replayed) return run.value;
+      return replayOf(run.response.status, JSON.parse(run.response.body) as StoredFetchBody, true);
+    } catch (error) {
+      if (isIdempotencyError(error)) return refusal(error);
+      throw error;
+    }
+  };
+}
+
+/** A safe request's idempotency: no key, nothing stored, a signal that never aborts. */
+function unprotected(): FetchIdempotency<never> {
+  return {
+    key: "",
+    scope: "",
+    tx: undefined as never,
+    signal: new AbortController().signal,
+    subKey: () => {
+      throw new TypeError("withIdempotency(): a GET, HEAD or OPTIONS request has no key to derive from.");
+    },
+  };
+}
+
+function missingKey(path: string): never {
+  throw new IdempotencyError(
+    IdempotencyErrorCode.KEY_MISSING,
+    `The ${IDEMPOTENCY_KEY_HEADER} header is required for ${path}: send one UUID per user action, the same on every retry.`,
+  );
+}
+
+/** The request's body, read once within `maxBytes` and `timeoutMs`; refused before anything runs otherwise. */
+async function boundedBody(request: Request, maxBytes: number, timeoutMs: number): Promise<Uint8Array<ArrayBuffer>> {
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  if (declared > maxBytes) throw tooLarge(maxBytes);
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(
+        new IdempotencyError(
+          IdempotencyErrorCode.BODY_TIMEOUT,
+          `The request's body did not arrive within ${timeoutMs} ms; nothing ran. Send it again with the same key.`,
+        ),
+      );
+    }, timeoutMs);
+  });
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), timedOut]);
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) {
+        await discardRest(reader);
+        throw tooLarge(maxBytes);
+      }
+      chunks.push(value);
+    }
+  } catch (error) {
+    reader.cancel().catch(() => {});
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
+}
+
+/** How long the rest of a refused body is read and dropped, so that its client reads the 413 rather than a reset. */
+const DISCARD_MS = 2_000;
+
+/** Reads and drops what is left of a body, for `DISCARD_MS` at most. */
+async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const enough = new Promise<{ done: true }>((resolve) => {
+    timer = setTimeout(() => resolve({ done: true }), DISCARD_MS);
+  });
+  try {
+    for (;;) {
+      const { done } = await Promise.race([reader.read(), enough]);
+      if (done) return;
+    }
+  } catch {
+    // A body that fails while it is dropped changes nothing: it is refused all the same.
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function tooLarge(maxBytes: number): IdempotencyError {
+  return new IdempotencyError(
+    IdempotencyErrorCode.BODY_TOO_LARGE,
+    `The request's body is larger than ${maxBytes} bytes; nothing ran.`,
+  );
+}
+
+/** The request again, with the body already read, for the handler to read as usual. */
+function rebuilt(request: Request, body: Uint8Array<ArrayBuffer>): Request {
+  return new Request(request.url, {
+    method: request.method,
+    headers: request.headers,
+    ...(body.byteLength > 0 && { body }),
+    signal: request.signal,
+  });
+}
+
+function pathAndQuery(url: string): string {
+  const { pathname, search } = new URL(url);
+  return pathname + search;
+}
+
+async function sha256Bytes(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = new Uint8Array(await globalThis.crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** What is stored of an answer (its describing headers, its body), and the body's bytes. */
+async function storedBodyOf(answer: Response): Promise<{ stored: StoredFetchBody; bytes: Uint8Array<ArrayBuffer> }> {
+  const headers = REPLAYED_HEADERS.flatMap((name): [string, string][] => {
+    const value = answer.headers.get(name);
+    return value === null ? [] : [[name, value]];
+  });
+  const bytes = new Uint8Array(await answer.arrayBuffer());
+  try {
+    return { stored: { headers, text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) }, bytes };
+  } catch {
+    return {
+      stored: { headers, base64: btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join("")) },
+      bytes,
+    };
+  }
+}
+
+/** Statuses whose answers have no body (a Response refuses one). */
+function bodyless(status: number): boolean {
+  return status === 204 || status === 205 || status === 304;
+}
+
+function replayOf(status: number, stored: StoredFetchBody, replayed: boolean): Response {
+  const headers = new Headers(stored.headers);
+  if (replayed) headers.set(IDEMPOTENT_REPLAYED_HEADER, "true");
+  const body =
+    stored.base64 !== undefined ? Uint8Array.from(atob(stored.base64), (char) => char.charCodeAt(0)) : stored.text;
+  return new Response(bodyless(status) ? null : body, { status, headers });
+}
+
+/** A refusal as JSON, with `Retry-After` when a retry can succeed later. */
+function refusal(error: IdempotencyError): Response {
+  const headers = new Headers({ "content-type": "application/json" });
+  if (error.retryAfterMs !== undefined) {
+    headers.set("Retry-After", String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))));
+  }
+  const body = {
+    error: {
+      code: error.code,
+      message: error.message,
+      retryable: error.retryable,
+      retryAfterMs: error.retryAfterMs ?? null,
+    },
+  };
+  return new Response(JSON.stringify(body), { status: httpStatusOf(error.code), headers });
+}
