@@ -6,9 +6,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fireDuplicates } from "@idemkit/core/testing";
 import { createRelay, type PublishedEvent } from "@idemkit/drizzle";
 import { type ServedHandler, serveFetch } from "@idemkit/testkit";
-import { fireDuplicates } from "@idemkit/trpc/testing";
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
 import { eq } from "drizzle-orm";
 import superjson from "superjson";
@@ -99,9 +99,8 @@ it("places one order for a storm of duplicates: 12 at once and 3 late, one key, 
   // #region fire-duplicates
   const storm = await fireDuplicates({
     target: handler, // the app's Fetch handler, (req: Request) => Promise<Response>, as its route serves it
-    procedure: "checkout.placeOrder",
-    input: { items: [{ sku: "kettle", qty: 1 }] },
-    serialize: superjson.serialize, // as the app's transformer sends an input
+    path: "/api/trpc/checkout.placeOrder", // a tRPC procedure; any endpoint's path will do
+    body: superjson.serialize({ items: [{ sku: "kettle", qty: 1 }] }), // as the app's transformer sends an input
     headers: { cookie: "uid=storm" }, // who is asking
     concurrent: 12, // at once, then 3 one after another
     late: 3,

@@ -3,7 +3,7 @@
  * types resolved to `any` (a missing declaration file would let everything through).
  */
 import { type createIdempotencyEngine, memoryStore, withIdempotency } from "@idemkit/core";
-import type { describeStoreConformance } from "@idemkit/core/testing";
+import type { describeStoreConformance, fireDuplicates } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
 import type { guardedConnections } from "@idemkit/drizzle/postgres-js";
 import { createJobs, type jobIdFor } from "@idemkit/pg-boss";
@@ -13,7 +13,6 @@ import type { useIdempotentMutation as useIdempotentClassicMutation } from "@ide
 import { redisStore } from "@idemkit/redis";
 import { idempotency, type withIdempotencyKey } from "@idemkit/trpc";
 import { idempotencyContext, idempotencyHeaders, idempotencyLink, idempotencyRetryLink } from "@idemkit/trpc/client";
-import type { fireDuplicates } from "@idemkit/trpc/testing";
 
 export type Entries = [
   typeof memoryStore,

@@ -2,3 +2,5 @@ export type { AtomicConformanceOptions, AtomicConformanceSubject } from "./atomi
 export { describeAtomicConformance } from "./atomic-conformance.js";
 export type { ConformanceSubject } from "./conformance.js";
 export { describeStoreConformance } from "./conformance.js";
+export type { DuplicateAnswer, DuplicateReport, DuplicateTarget, FireDuplicatesOptions } from "./duplicates.js";
+export { fireDuplicates } from "./duplicates.js";

@@ -1,22 +1,21 @@
 /**
- * A storm of duplicates for a server test: the same mutation, with one Idempotency-Key, sent many times at once
+ * A storm of duplicates for a server test: the same request, with one Idempotency-Key, sent many times at once
  * (and a few times after the first answer) through the app's real HTTP handler, with a report of what came back
- * and how many times the procedure ran.
+ * and how many times its effect happened. Plain HTTP: a tRPC procedure, a route handler, any endpoint.
  */
 
-/** Where the requests go: the app's base URL (`http://127.0.0.1:3000/api/trpc`), or its Fetch handler itself. */
-export type DuplicateTarget = string | ((request: Request) => Promise<Response>);
+/** Where the requests go: the app's origin (`http://127.0.0.1:3000`), or its Fetch handler itself. */
+export type DuplicateTarget = string | ((request: Request) => Response | Promise<Response>);
 
 export interface FireDuplicatesOptions {
-  /** The tRPC endpoint: a URL, or the Fetch handler (`(req) => fetchRequestHandler({ req, router, ... })`). */
+  /** The app: its origin, or its Fetch handler (a route's `POST`, `(req) => fetchRequestHandler({ req, ... })`). */
   target: DuplicateTarget;
-  /** The procedure's dotted path: `checkout.placeOrder`. */
-  procedure: string;
-  /** With a handler for `target`: the path it serves tRPC at. Default `/api/trpc`. */
-  endpoint?: string;
-  /** Its input, serialized as the app's transformer does (`serialize`, e.g. superjson's); as JSON without one. */
-  input: unknown;
-  serialize?: (input: unknown) => unknown;
+  /** The endpoint's path, with its query: `/api/orders`, or a tRPC procedure's `/api/trpc/checkout.placeOrder`. */
+  path: string;
+  /** The request body: a string as it is, anything else as JSON (a tRPC input as its transformer serializes it). */
+  body?: unknown;
+  /** The method. Default POST. */
+  method?: string;
   /** The key all duplicates share. Default: a new UUID. */
   key?: string;
   /** Sent with every request: the cookie or authorization that makes the caller a user. */
@@ -25,7 +24,7 @@ export interface FireDuplicatesOptions {
   concurrent?: number;
   /** How many are sent one after another once all of those have their answer. Default 2. */
   late?: number;
-  /** Reads how many times the procedure's effect happened (a count of rows, calls to a fake provider). */
+  /** Reads how many times the effect happened (a count of rows, calls to a fake provider). */
   count?: () => Promise<number>;
 }
 
@@ -33,7 +32,7 @@ export interface FireDuplicatesOptions {
 export interface DuplicateAnswer {
   /** The HTTP status; 0 when no answer came (the connection failed: `body` says why). */
   status: number;
-  /** `Idempotent-Replayed: true`: answered from the store, the procedure did not run for it. */
+  /** `Idempotent-Replayed: true`: answered from the store, the handler did not run for it. */
   replayed: boolean;
   /** Sent after every concurrent one had its answer. */
   late: boolean;
@@ -54,8 +53,8 @@ export interface DuplicateReport {
 }
 
 /**
- * Sends `concurrent` copies of one mutation at once with one key, then `late` more one by one, and reports the
- * statuses, the replays and (with `count`) how many times the procedure ran: exactly once is the contract.
+ * Sends `concurrent` copies of one request at once with one key, then `late` more one by one, and reports the
+ * statuses, the replays and (with `count`) how many times its effect happened: exactly once is the contract.
  */
 export async function fireDuplicates(options: FireDuplicatesOptions): Promise<DuplicateReport> {
   const { concurrent = 10, late = 2, count } = options;
@@ -88,7 +87,7 @@ export async function fireDuplicates(options: FireDuplicatesOptions): Promise<Du
       [
         `${answers.length} requests with key ${key}: ${Object.entries(statuses)
           .map(([status, times]) => `${times} × ${status}`)
-          .join(", ")}; ${replays} replayed${ran === undefined ? "" : `; the procedure ran ${ran} time(s)`}`,
+          .join(", ")}; ${replays} replayed${ran === undefined ? "" : `; the effect happened ${ran} time(s)`}`,
         ...answers.map(
           (answer, index) =>
             `  ${index + 1}. ${answer.late ? "late" : "concurrent"}  ${answer.status}${answer.replayed ? " (replayed)" : ""}  ${answer.body.slice(0, 120)}`,
@@ -99,16 +98,16 @@ export async function fireDuplicates(options: FireDuplicatesOptions): Promise<Du
 }
 
 function deliver(options: FireDuplicatesOptions, key: string): Promise<Response> {
-  const { target, procedure, input, serialize, endpoint = "/api/trpc" } = options;
+  const { target, path, body, method = "POST" } = options;
   // The storm's key wins over one given in `headers`, whatever its case.
   const headers = Object.fromEntries(
     Object.entries(options.headers ?? {}).filter(([name]) => name.toLowerCase() !== "idempotency-key"),
   );
-  const base = typeof target === "string" ? target.replace(/\/$/, "") : `http://idemkit.test${endpoint}`;
-  const request = new Request(`${base}/${procedure}`, {
-    method: "POST",
+  const origin = typeof target === "string" ? target.replace(/\/$/, "") : "http://idemkit.test";
+  const request = new Request(`${origin}${path}`, {
+    method,
     headers: { "content-type": "application/json", ...headers, "idempotency-key": key },
-    body: JSON.stringify(serialize ? serialize(input) : input),
+    ...(body !== undefined && { body: typeof body === "string" ? body : JSON.stringify(body) }),
   });
-  return typeof target === "string" ? fetch(request) : target(request);
+  return typeof target === "string" ? fetch(request) : Promise.resolve(target(request));
 }

@@ -1,7 +1,0 @@
-export type {
-  DuplicateAnswer,
-  DuplicateReport,
-  DuplicateTarget,
-  FireDuplicatesOptions,
-} from "./duplicates.js";
-export { fireDuplicates } from "./duplicates.js";
