@@ -1,0 +1,138 @@
+/**
+ * What every run answers with, whatever its mode: a decision reported to the observer (which can never change it),
+ * a stored record replayed or refused, a conflict, a store failure said as such, a store call bounded in time.
+ */
+import { within } from "../deadline.js";
+import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "../errors.js";
+import type { ClaimRequest, IdempotencyStore, StoredRecord, StoredResponse } from "../store.js";
+import { RecordState } from "../store.js";
+import type { ReplayCache } from "./replay-cache.js";
+import {
+  type Emit,
+  type IdempotencyEvent,
+  IdempotencyEventType,
+  type IdempotentRequest,
+  type RunResult,
+} from "./types.js";
+
+/** The engine's settings, with their defaults applied, and its replay cache: what its parts share. */
+export interface EngineSettings<Tx> {
+  store: IdempotencyStore<Tx>;
+  ttlMs: number;
+  leaseMs: number;
+  maxHoldMs: number;
+  busyRetryAfterMs: number;
+  storeTimeoutMs: number;
+  transactionTimeoutMs: number;
+  procedureTimeoutMs: number;
+  waitUntil: ((settling: Promise<unknown>) => void) | undefined;
+  now: () => number;
+  cache: ReplayCache;
+}
+
+/** An observer that can never change what it observes: a throw is logged, once, and the outcome stands. */
+export function reportingTo(onEvent: ((event: IdempotencyEvent) => void) | undefined): Emit {
+  let observerFailed = false;
+  return (type, id, extra) => {
+    if (!onEvent) return;
+    try {
+      onEvent({ type, scope: id.scope, path: id.path, key: id.key, ...extra });
+    } catch (error) {
+      if (observerFailed) return;
+      observerFailed = true;
+      console.error("idemkit: onEvent threw; the request's outcome stands, and later throws are not logged.", error);
+    }
+  };
+}
+
+/** The answers of one engine: built once, shared by its lease and atomic runs. */
+export type Answers = ReturnType<typeof answersOf>;
+
+export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
+  const { busyRetryAfterMs, storeTimeoutMs, leaseMs, ttlMs, now, cache } = settings;
+
+  /** Replays or refuses a record that another request claimed. */
+  function answerExisting(
+    request: IdempotentRequest,
+    record: StoredRecord,
+    at: number,
+    report: Emit = emit,
+  ): RunResult<never> {
+    if (record.fingerprint !== request.fingerprint) {
+      report(IdempotencyEventType.MISMATCH, request);
+      throw new IdempotencyError(
+        IdempotencyErrorCode.FINGERPRINT_MISMATCH,
+        "This Idempotency-Key was already used with a different request body; use a new key for a new request.",
+      );
+    }
+    if (record.state === RecordState.COMPLETED) {
+      cache.set(request, record);
+      report(IdempotencyEventType.REPLAYED, request);
+      return { replayed: true, response: record.response };
+    }
+    // The lease only bounds a call that crashed; a live one usually ends soon, so the client is told to come back
+    // soon (its own backoff grows the wait with each attempt), never later than the lease allows a takeover.
+    const retryAfterMs = Math.min(Math.max(record.leaseExpiresAt - at, 0), busyRetryAfterMs);
+    return conflict(request, retryAfterMs, report);
+  }
+
+  function conflict(request: IdempotentRequest, retryAfterMs: number, report: Emit = emit): never {
+    report(IdempotencyEventType.CONFLICT, request, { retryAfterMs });
+    throw new IdempotencyError(
+      IdempotencyErrorCode.IN_PROGRESS,
+      "A request with this Idempotency-Key is still being processed; retry later.",
+      { retryAfterMs },
+    );
+  }
+
+  let misconfigurationLogged = false;
+  /** A store that is not set up is an operator's to fix: said once in the log, and answered as it is (a 500). */
+  function misconfigured(error: IdempotencyError): IdempotencyError {
+    if (!misconfigurationLogged) {
+      misconfigurationLogged = true;
+      console.error(`idemkit: ${error.message}`);
+    }
+    return error;
+  }
+
+  function storeFailure(
+    request: IdempotentRequest,
+    error: unknown,
+    message = "The idempotency store is unavailable, so the request was not run; retry later.",
+  ): IdempotencyError {
+    emit(IdempotencyEventType.STORE_ERROR, request, { error });
+    if (isIdempotencyError(error) && error.code === IdempotencyErrorCode.STORE_MISCONFIGURED)
+      return misconfigured(error);
+    return new IdempotencyError(IdempotencyErrorCode.STORE_UNAVAILABLE, message, {
+      cause: error,
+      retryAfterMs: busyRetryAfterMs,
+    });
+  }
+
+  /** A store call that may not take longer than `storeTimeoutMs`. */
+  function bounded<T>(call: Promise<T>, what: string): Promise<T> {
+    return within(
+      call,
+      storeTimeoutMs,
+      () => new Error(`The store did not answer ${what} within ${storeTimeoutMs} ms.`),
+    );
+  }
+
+  function claimRequest(request: IdempotentRequest): ClaimRequest {
+    const at = now();
+    return {
+      id: { scope: request.scope, path: request.path, key: request.key },
+      fingerprint: request.fingerprint,
+      now: at,
+      leaseExpiresAt: at + leaseMs,
+      expiresAt: at + ttlMs,
+    };
+  }
+
+  function remember(request: IdempotentRequest, fence: number, response: StoredResponse, expiresAt: number): void {
+    const { fingerprint } = request;
+    cache.set(request, { state: RecordState.COMPLETED, fingerprint, fence, response, expiresAt });
+  }
+
+  return { emit, answerExisting, conflict, storeFailure, bounded, claimRequest, remember };
+}

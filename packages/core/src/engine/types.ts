@@ -1,0 +1,132 @@
+/** The engine's vocabulary: its events and modes, its options, and what a request, its work and its answer are. */
+import type { IdempotencyStore, RecordId, StoredResponse } from "../store.js";
+
+/** Every decision the engine takes, so apps can log and count them. */
+export const IdempotencyEventType = {
+  /** The request ran and its response was stored (or, for a 5xx, released). */
+  EXECUTED: "executed",
+  /** A stored response was replayed instead of running the request. */
+  REPLAYED: "replayed",
+  /** The key was in use by a running request: answered IN_PROGRESS. */
+  CONFLICT: "conflict",
+  /** The key was used before with another input: answered FINGERPRINT_MISMATCH. */
+  MISMATCH: "mismatch",
+  /** A running request's lease had ended (it crashed or hung): this request took the key over and ran. */
+  TAKEOVER: "takeover",
+  /** The request failed in a way worth retrying; its record was deleted (or rolled back) so a retry runs. */
+  RELEASED: "released",
+  /** This request's lease was taken over while it ran; its result was discarded. */
+  LEASE_LOST: "lease_lost",
+  /**
+   * Lease mode: the request ran past `procedureTimeoutMs` and was answered IN_PROGRESS while its work goes on; the
+   * work's outcome is stored (or released) once it settles, and reported then as usual.
+   */
+  TIMED_OUT: "timed_out",
+  /** Lease mode: the request ran, but storing its result kept failing; answered RESULT_NOT_STORED. */
+  RESULT_NOT_STORED: "result_not_stored",
+  /** The store failed; the request was refused with STORE_UNAVAILABLE and did not run. */
+  STORE_ERROR: "store_error",
+} as const;
+export type IdempotencyEventType = (typeof IdempotencyEventType)[keyof typeof IdempotencyEventType];
+
+export interface IdempotencyEvent extends RecordId {
+  type: IdempotencyEventType;
+  /** For `conflict` and `timed_out`: when a retry can succeed, in ms from now. */
+  retryAfterMs?: number;
+  /** For `store_error`, `released` and `result_not_stored`: what went wrong. */
+  error?: unknown;
+}
+
+/** The mode a request runs in; see the module comment. */
+export const IdempotencyMode = { ATOMIC: "atomic", LEASE: "lease" } as const;
+export type IdempotencyMode = (typeof IdempotencyMode)[keyof typeof IdempotencyMode];
+
+export interface IdempotencyEngineOptions<Tx> {
+  /** Where records live. */
+  store: IdempotencyStore<Tx>;
+  /** `atomic` when the store supports it (the default then), else `lease`. */
+  mode?: IdempotencyMode;
+  /** How long a completed record is replayed, in ms. Default 24 hours. */
+  ttlMs?: number;
+  /**
+   * Lease mode: how long a claim protects a running request, in ms, before a retry may take over. Longer than
+   * the slowest request you expect; a crash blocks the key this long. Default 60 seconds.
+   */
+  leaseMs?: number;
+  /**
+   * How long a client is told to wait before retrying while the first call with its key still runs (the 409's
+   * `Retry-After`), in ms: in atomic mode once the store's wait limit passed, in lease mode at most the remaining
+   * lease. Default 1 s.
+   */
+  busyRetryAfterMs?: number;
+  /**
+   * Lease mode: the longest a running request keeps its key by renewing its lease, in ms. A call still running
+   * then is let go like a crashed one: its lease runs out and a retry may take over. Default 15 minutes.
+   */
+  maxHoldMs?: number;
+  /**
+   * The longest one store call may take, in ms: a lease-mode claim, completion or release; in atomic mode the
+   * claim once its wait for a running duplicate is over, and the commit. Past it the request is answered 503
+   * `STORE_UNAVAILABLE` with `Retry-After` instead of waiting on a database (or driver) that does not answer.
+   * Default 5 seconds.
+   */
+  storeTimeoutMs?: number;
+  /**
+   * Atomic mode: the longest the idempotent transaction may stay open, procedure included, in ms. Past it the
+   * transaction is rolled back (its statements refused from then on) and the request is answered 503
+   * `STORE_UNAVAILABLE`, so a hung procedure or connection never holds a request, or a key, for ever. Default 30 s.
+   */
+  transactionTimeoutMs?: number;
+  /**
+   * Lease mode: the longest the client waits for the procedure, in ms. Past it the request is answered 409
+   * `IN_PROGRESS` with `Retry-After` (a retry with the same key gets the answer once there is one) and the work's
+   * signal aborts; the key stays claimed, its lease renewed up to `maxHoldMs`, until the work settles, as work that
+   * left the database (a charge on its way) cannot be undone by stopping to wait for it. `Infinity` turns it off;
+   * atomic mode has `transactionTimeoutMs` instead. Default 30 s.
+   */
+  procedureTimeoutMs?: number;
+  /**
+   * Lease mode: handed the settling of a call that was answered at `procedureTimeoutMs` while its work goes on, for
+   * platforms that stop a request's work once it is answered: Next.js's `after`, Vercel's `waitUntil`. Without it
+   * there, a frozen instance is a crashed call (its lease runs out, and a retry takes over). A throw is logged.
+   */
+  waitUntil?: (settling: Promise<unknown>) => void;
+  /** Completed records kept in memory for cheap replays. 0 turns the cache off. Default 10,000. */
+  replayCacheSize?: number;
+  /** The clock, in ms since the epoch. Injected so tests can move time; stores never read their own. */
+  now?: () => number;
+  /** Called once per decision, after the transaction it was taken in has ended. A throw is logged and ignored. */
+  onEvent?: (event: IdempotencyEvent) => void;
+}
+
+/** Identity and fingerprint of one request. */
+export interface IdempotentRequest extends RecordId {
+  fingerprint: string;
+}
+
+/** What `execute` hands the work. */
+export interface Execution<Tx> {
+  /** Atomic mode: the transaction to write with. Lease mode: undefined. */
+  tx: Tx | undefined;
+  /**
+   * Lease mode: aborts when the request's lease is lost (taken over, or held past `maxHoldMs`), after which its
+   * result can no longer be stored, or when it ran past `procedureTimeoutMs` and its client was answered. Atomic
+   * mode: never aborts (the transaction holds the key, and `transactionTimeoutMs` rolls it back).
+   */
+  signal: AbortSignal;
+}
+
+/**
+ * What the work produced. `response` is stored and replayed from then on; leave it undefined to release the
+ * key instead (a 5xx, or anything the client should retry with the same key). A response with a status of 400 or
+ * more is stored, but in atomic mode the work's writes are rolled back first.
+ */
+export interface Settlement<T> {
+  value: T;
+  response: StoredResponse | undefined;
+}
+
+export type RunResult<T> = { replayed: false; value: T } | { replayed: true; response: StoredResponse };
+
+/** How the engine's parts report a decision. */
+export type Emit = (type: IdempotencyEventType, id: RecordId, extra?: Partial<IdempotencyEvent>) => void;
