@@ -5,7 +5,7 @@
  */
 import { fingerprint } from "@idemkit/core";
 import { browserStorage } from "./browser-storage.js";
-import type { TabIdentity } from "./tabs.js";
+import type { TabIdentity } from "./tab-identity.js";
 
 /** The minimal storage a hook needs: `sessionStorage`, `localStorage`, or your own. */
 export interface KeyStorage {

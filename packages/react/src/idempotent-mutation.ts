@@ -26,6 +26,7 @@ import {
   useQueryClient,
 } from "@tanstack/react-query";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { DEFAULT_TAB_WAIT_MS, sendAcrossTabs } from "./across-tabs.js";
 import {
   type Action,
   actionFingerprint,
@@ -40,7 +41,7 @@ import {
 } from "./action-store.js";
 import { appCallbacks, carriedKey, carryingKey, keyCarrying, ownOnMutateResult } from "./mutation-key-context.js";
 import { DEFAULT_LOOKUP_MAX_RUNNING_MS, type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
-import { DEFAULT_TAB_WAIT_MS, knownTab, sendAcrossTabs, thisTab } from "./tabs.js";
+import { knownTab, thisTab } from "./tab-identity.js";
 
 /** What the hook adds to the mutation options of a tRPC procedure: where the key is kept, and how actions go. */
 export interface IdempotentActionOptions {

@@ -30,7 +30,7 @@ import {
   type UseIdempotentMutationOptions,
   useIdempotentMutation,
 } from "../src/index.js";
-import { thisTab } from "../src/tabs.js";
+import { thisTab } from "../src/tab-identity.js";
 
 const t = initTRPC.create();
 const router = t.router({
