@@ -9,18 +9,11 @@
  * Keep the records longer than the broker may redeliver (its retention, plus a margin: 14 days is a safe default),
  * then purge them with `purgeProcessedEvents`.
  */
+
+import { isLockTimeout } from "./driver-errors.js";
 import { type ProcessedEventsTable, processedEvents } from "./outbox-schema.js";
-import {
-  type AnyPgDatabase,
-  isLockTimeout,
-  namedFor,
-  type PurgeOptions,
-  purgeInBatches,
-  qualifiedName,
-  run,
-} from "./statements.js";
-import type { TransactionOf } from "./store.js";
-import { transactionOf } from "./transaction.js";
+import { type AnyPgDatabase, namedFor, type PurgeOptions, purgeInBatches, qualifiedName, run } from "./statements.js";
+import { type TransactionOf, transactionOf } from "./transaction.js";
 
 export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   /** The database the handler writes to: the record of processed events must be in it. */

@@ -6,6 +6,7 @@ import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { getTableConfig, type PgTable } from "drizzle-orm/pg-core";
+import { databaseMessageOf, sqlStateOf } from "./driver-errors.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: idemkit works with any schema the caller's database was built with
 export type AnyPgDatabase = PgDatabase<PgQueryResultHKT, any, any>;
@@ -95,17 +96,6 @@ function explainMissingTables(error: unknown): never {
   throw error;
 }
 
-/** PostgreSQL's own message of an error, wherever the driver (or Drizzle's wrapper) put it. */
-function databaseMessageOf(error: unknown): string {
-  for (let current = error; typeof current === "object" && current !== null; ) {
-    if (sqlStateOf({ code: (current as { code?: unknown }).code }) !== undefined) {
-      return String((current as { message?: unknown }).message);
-    }
-    current = (current as { cause?: unknown }).cause;
-  }
-  return String(error);
-}
-
 /** What a purge of one of idemkit's tables takes: the database, the cut-off, and optionally the table and batch. */
 export interface PurgeOptions<TTable> {
   db: AnyPgDatabase;
@@ -163,65 +153,4 @@ function asNodePostgresSends(value: unknown): unknown {
   if (value instanceof Date) return value.toISOString();
   if (Array.isArray(value) || ArrayBuffer.isView(value)) return value;
   return JSON.stringify(value);
-}
-
-/** A SQLSTATE's shape: a standard class starts with a digit; PL/pgSQL, foreign-data and file ones with these. */
-const SQLSTATE = /^([0-9][0-9A-Z]|HV|P0|F0|XX)[0-9A-Z]{3}$/;
-
-/** The SQLSTATE of a PostgreSQL error, wherever the driver (or Drizzle's wrapper) put it; never a Node error code. */
-export function sqlStateOf(error: unknown): string | undefined {
-  for (let current = error; typeof current === "object" && current !== null; ) {
-    const { code } = current as { code?: unknown };
-    if (typeof code === "string" && SQLSTATE.test(code)) return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-/** PostgreSQL's lock_not_available (55P03): a `lock_timeout` passed. */
-export function isLockTimeout(error: unknown): boolean {
-  return sqlStateOf(error) === "55P03";
-}
-
-/** What drivers call a connection that closed under a statement, besides SQLSTATE class 08. */
-const CONNECTION_LOST_CODES = new Set(["CONNECTION_CLOSED", "ECONNRESET", "EPIPE"]);
-
-/**
- * Whether `error` says the statement's connection was lost: closed or reset under it (postgres.js's
- * CONNECTION_CLOSED, a socket's ECONNRESET, node-postgres's "Connection terminated unexpectedly"), or ended by the
- * server going down (57P01 admin shutdown, 57P02 crash shutdown, class 08). A statement sent again then goes out on
- * another connection, or a new one: after a restart, the first statement on each connection of a pool can fail so.
- */
-export function isConnectionLost(error: unknown): boolean {
-  for (let current = error; typeof current === "object" && current !== null; ) {
-    const { code, message } = current as { code?: unknown; message?: unknown };
-    if (typeof code === "string" && CONNECTION_LOST_CODES.has(code)) return true;
-    if (message === "Connection terminated unexpectedly") return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  const state = sqlStateOf(error);
-  return state === "57P01" || state === "57P02" || state?.startsWith("08") === true;
-}
-
-/**
- * The pauses before each new attempt of a statement (or a transaction that never began) whose connection was lost:
- * long enough for the driver to have let that connection go (the next attempt then takes another, or a new one),
- * short enough to stay well inside the caller's deadline.
- */
-const PAUSES_ON_LOST_CONNECTION_MS = [5, 50];
-
-/**
- * Runs `call` again, after a short pause, while it fails because its connection was lost, up to three times in all:
- * for calls that are safe to repeat, or that never began. The caller's own deadline bounds the whole.
- */
-export async function againIfConnectionLost<T>(call: () => Promise<T>): Promise<T> {
-  for (const pauseMs of [...PAUSES_ON_LOST_CONNECTION_MS, undefined]) {
-    try {
-      return await call();
-    } catch (error) {
-      if (pauseMs === undefined || !isConnectionLost(error)) throw error;
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
-    }
-  }
-  throw new Error("unreachable");
 }

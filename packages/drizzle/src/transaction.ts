@@ -14,13 +14,16 @@
  * sends after that are refused by the fence: postgres.js would run them on the reconnected connection, outside any
  * transaction, and commit them one by one.
  */
-import { type AnyPgDatabase, againIfConnectionLost } from "./statements.js";
-import type { TransactionOf } from "./store.js";
+import { againIfConnectionLost } from "./driver-errors.js";
+import type { AnyPgDatabase } from "./statements.js";
 import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
 
 /** The next turn of the event loop: right after I/O callbacks on Node, else the next task. */
 const nextTurn: (callback: () => void) => void =
   typeof setImmediate === "function" ? (callback) => setImmediate(callback) : (callback) => setTimeout(callback, 0);
+
+/** The transaction type that `db.transaction` hands its callback: what the procedure writes with. */
+export type TransactionOf<TDb extends AnyPgDatabase> = Parameters<Parameters<TDb["transaction"]>[0]>[0];
 
 /**
  * Runs `work` in a transaction of `db`: its statements fenced in (none goes through once the transaction is over,

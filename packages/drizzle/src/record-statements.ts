@@ -1,0 +1,176 @@
+/**
+ * The records' statements: fixed SQL texts over the idempotency_keys table (or one made like it), their
+ * parameters, and what a row of theirs is as a record.
+ */
+import type { ClaimRequest, RecordId, StoredRecord } from "@idemkit/core";
+import { RecordState } from "@idemkit/core";
+import { sha256Hex } from "@idemkit/core/internal";
+import { namedFor, type Row } from "./statements.js";
+
+/** Columns of a record, times as epoch milliseconds. */
+const RECORD_COLUMNS = `state, fingerprint, fence,
+  (extract(epoch from lease_expires_at) * 1000)::float8 as lease_expires_ms,
+  (extract(epoch from expires_at) * 1000)::float8 as expires_ms,
+  response_status, response_body`;
+/** $1, $2, $3: the record id. */
+const KEY_MATCH = "scope = $1::text and path = $2::text and key = $3::text";
+/**
+ * The advisory lock (one 64-bit number) that an atomic claim holds on its record id until its transaction ends, so
+ * that a duplicate learns at once that the key is held instead of waiting on the row. It is seeded with the table's
+ * name, so two stores' tables never share a lock. Two ids whose hashes collide (or an app's own advisory lock on the
+ * same number) behave as one key while both are held: the later one waits, and is answered 409 if the earlier one
+ * outlasts its `waitMs`; no answer is ever mixed up, as records are still found by their id.
+ */
+function keyLock(table: string): string {
+  const seed = BigInt.asIntN(64, BigInt(`0x${sha256Hex(table).slice(0, 16)}`));
+  return `hashtextextended(concat_ws(chr(31), $1::text, $2::text, $3::text), ${seed})`;
+}
+
+/**
+ * The store's statements over `table` (the qualified, quoted name). Their texts are fixed per table, so each is
+ * prepared once per connection under its name; a table other than the default adds a short hash of its name, so
+ * two stores on one connection never share a statement name.
+ */
+export function statementsFor(table: string) {
+  const lock = keyLock(table);
+  const statements = {
+    /**
+     * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout, $8 whether to take the key's advisory lock (atomic
+     * mode). One row back: `claimed_fence` when the insert won; `free` false when another transaction holds the
+     * lock (nothing inserted); the conflicting row as this statement's snapshot sees it (nulls when none, or when it
+     * committed after the snapshot).
+     */
+    CLAIM: {
+      name: "idemkit_claim",
+      text: `with previous as materialized (
+        select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true),
+               (not $8::bool or pg_try_advisory_xact_lock(${lock})) as free
+      ), inserted as (
+        insert into ${table} (scope, path, key, fingerprint, state, lease_expires_at, expires_at)
+        select $1::text, $2::text, $3::text, $4::text, 'in_progress',
+               to_timestamp($5::float8 / 1000), to_timestamp($6::float8 / 1000)
+        from previous where previous.free
+        on conflict (scope, path, key) do nothing
+        returning fence
+      ), existing as (
+        select ${RECORD_COLUMNS} from ${table}
+        where ${KEY_MATCH} and not exists (select 1 from inserted)
+      )
+      select (select fence from inserted) as claimed_fence, previous.free, existing.*,
+             set_config('lock_timeout', previous.lock_timeout, true) as restored
+      from previous left join existing on true`,
+    },
+
+    /**
+     * Whether a transaction holds the key's lock now, and the record as committed. One row back. Outside a
+     * transaction the lock is tried for this statement only, and shared, so that reads never see each other as the
+     * holder; a claim that tries it in that instant finds the key busy and looks again after a short pause.
+     */
+    PEEK: {
+      name: "idemkit_peek",
+      text: `select not pg_try_advisory_xact_lock_shared(${lock}) as running, record.*
+      from (select 1) as one left join (select ${RECORD_COLUMNS} from ${table} where ${KEY_MATCH}) as record on true`,
+    },
+
+    /**
+     * Set right after the claim, inside the claiming transaction: undoing the procedure's writes (an error answer)
+     * rolls back to here, which keeps the claim. Prepared like the rest: a plain `execute` costs more client CPU.
+     */
+    SAVEPOINT: { name: "idemkit_savepoint", text: "savepoint idemkit_claim" },
+    UNDO: { name: "idemkit_undo", text: "rollback to savepoint idemkit_claim" },
+
+    GET: {
+      name: "idemkit_get",
+      text: `select ${RECORD_COLUMNS} from ${table} where ${KEY_MATCH}`,
+    },
+
+    /**
+     * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout, $8 the fence the caller saw: replaced only if nobody
+     * else did first (one row back either way; `fence` null when not replaced). Like the claim, it bounds its wait for a row that another transaction holds (one that replaced
+     * it first and runs its procedure) by lock_timeout, set for this statement only.
+     */
+    REPLACE: {
+      name: "idemkit_replace",
+      text: `with previous as materialized (
+        select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)
+      ), replaced as (
+        update ${table}
+        set fingerprint = $4::text, state = 'in_progress', fence = default,
+            lease_expires_at = to_timestamp($5::float8 / 1000), expires_at = to_timestamp($6::float8 / 1000),
+            response_status = null, response_body = null, created_at = now()
+        where ${KEY_MATCH} and fence = $8::bigint and exists (select 1 from previous)
+        returning fence
+      )
+      select replaced.fence, set_config('lock_timeout', previous.lock_timeout, true) as restored
+      from previous left join replaced on true`,
+    },
+
+    /** $4 expiry, $5 status, $6 body, $7 fence. */
+    COMPLETE: {
+      name: "idemkit_complete",
+      text: `update ${table}
+      set state = 'completed', lease_expires_at = null, expires_at = to_timestamp($4::float8 / 1000),
+          response_status = $5::int, response_body = $6::text
+      where ${KEY_MATCH} and fence = $7::bigint and state = 'in_progress'
+      returning 1 as done`,
+    },
+
+    /** $4 fence. */
+    RELEASE: {
+      name: "idemkit_release",
+      text: `delete from ${table} where ${KEY_MATCH} and fence = $4::bigint and state = 'in_progress' returning 1 as done`,
+    },
+
+    /** $4 fence, $5 the new lease end. */
+    RENEW: {
+      name: "idemkit_renew",
+      text: `update ${table} set lease_expires_at = to_timestamp($5::float8 / 1000)
+      where ${KEY_MATCH} and fence = $4::bigint and state = 'in_progress' returning 1 as done`,
+    },
+
+    /** $1 now, $2 batch size. SKIP LOCKED: purge never waits on (or blocks) a request that holds a row. */
+    PURGE: {
+      name: "idemkit_purge",
+      text: `with doomed as (
+        select scope, path, key from ${table}
+        where expires_at <= to_timestamp($1::float8 / 1000)
+          and (state = 'completed' or lease_expires_at <= to_timestamp($1::float8 / 1000))
+        limit $2::int
+        for update skip locked
+      ), deleted as (
+        delete from ${table} as t using doomed
+        where t.scope = doomed.scope and t.path = doomed.path and t.key = doomed.key
+        returning 1
+      )
+      select count(*)::int as deleted from deleted`,
+    },
+  };
+  return namedFor(statements, table, "idempotency_keys");
+}
+
+export function keyOf({ scope, path, key }: RecordId): unknown[] {
+  return [scope, path, key];
+}
+
+/** The claim's parameters; it waits on a held row for what is left of the duplicate's wait, else `waitMs`. */
+export function claimParams(request: ClaimRequest, waitMs: number): unknown[] {
+  const { id, fingerprint, leaseExpiresAt, expiresAt } = request;
+  const lockTimeout = `${Math.max(1, Math.round(request.waitMs ?? waitMs))}ms`;
+  return [...keyOf(id), fingerprint, leaseExpiresAt, expiresAt, lockTimeout];
+}
+
+export function toRecord(row: Row): StoredRecord {
+  const base = {
+    fingerprint: String(row.fingerprint),
+    fence: Number(row.fence),
+    expiresAt: Number(row.expires_ms),
+  };
+  if (row.state === RecordState.COMPLETED) {
+    return {
+      state: RecordState.COMPLETED,
+      ...base,
+      response: { status: Number(row.response_status), body: String(row.response_body) },
+    };
+  }
+  return { state: RecordState.IN_PROGRESS, ...base, leaseExpiresAt: Number(row.lease_expires_ms) };
+}
