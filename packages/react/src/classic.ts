@@ -7,10 +7,10 @@
 import { getMutationKey } from "@trpc/react-query";
 import { TRPCContext } from "@trpc/react-query/shared";
 import { useContext } from "react";
+import type { IdempotentMutationResult } from "./action-result.js";
 import {
   type BoundMutationOptions,
   type IdempotentActionOptions,
-  type IdempotentMutationResult,
   type MutationBinding,
   useIdempotentMutationOf,
 } from "./idempotent-mutation.js";
@@ -65,5 +65,5 @@ export function useIdempotentMutation<TProcedure extends ClassicMutationProcedur
   );
 }
 
-export type { IdempotentMutationState } from "./idempotent-mutation.js";
+export type { IdempotentMutationState } from "./action-result.js";
 export { ActionInFlightError } from "./idempotent-mutation.js";

@@ -1,5 +1,6 @@
+export type { IdempotentMutationState } from "./action-result.js";
 export type { KeyStorage } from "./action-store.js";
-export type { IdempotentActionOptions, IdempotentMutationState } from "./idempotent-mutation.js";
+export type { IdempotentActionOptions } from "./idempotent-mutation.js";
 export { ActionInFlightError } from "./idempotent-mutation.js";
 export {
   type IdempotentMutationDefaultsOptions,

@@ -6,11 +6,11 @@
  */
 import type { TRPCClientErrorLike } from "@trpc/client";
 import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
+import type { IdempotentMutationResult } from "./action-result.js";
 import { procedurePath } from "./action-store.js";
 import {
   type BoundMutationOptions,
   type IdempotentActionOptions,
-  type IdempotentMutationResult,
   type MutationBinding,
   useIdempotentMutationOf,
 } from "./idempotent-mutation.js";
