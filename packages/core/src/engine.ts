@@ -31,10 +31,13 @@ import { Patience } from "./engine/waiting.js";
 import { DEFAULT_WAIT_MS } from "./store.js";
 
 export type {
+  AtomicModeOptions,
   Execution,
   IdempotencyEngineOptions,
   IdempotencyEvent,
   IdempotentRequest,
+  LeaseModeOptions,
+  ModeOptions,
   RunResult,
   Settlement,
 } from "./engine/types.js";

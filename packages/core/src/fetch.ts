@@ -12,10 +12,13 @@
  * location, ETag, ...); never `Set-Cookie` or anything else particular to the first client.
  */
 import {
+  type AtomicModeOptions,
   createIdempotencyEngine,
   type IdempotencyEngineOptions,
   type IdempotencyMode,
   type IdempotentRequest,
+  type LeaseModeOptions,
+  type ModeOptions,
   type Settlement,
 } from "./engine.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
@@ -46,9 +49,21 @@ export type FetchHandler<Tx> = (request: Request, idempotency: FetchIdempotency<
 type TransactionOfStore<TStore> = TStore extends IdempotencyStore<infer Tx> ? Tx : never;
 type TxOf<TStore, TMode> = TMode extends "lease" ? undefined : TransactionOfStore<TStore>;
 
-/** Options of {@link withIdempotency}: the engine's, and how a request is read. */
-export interface FetchIdempotencyOptions<TStore extends IdempotencyStore<unknown>, TMode extends IdempotencyMode>
-  extends Omit<IdempotencyEngineOptions<TransactionOfStore<TStore>>, "store" | "mode"> {
+/**
+ * Options of {@link withIdempotency}: the engine's, with those of the other mode refused at compile time (see
+ * `ModeOptions`), and how a request is read.
+ */
+export type FetchIdempotencyOptions<
+  TStore extends IdempotencyStore<unknown>,
+  TMode extends IdempotencyMode,
+> = FetchCommonOptions<TStore, TMode> & ModeOptions<TMode>;
+
+/** What the Fetch adapter takes in either mode. */
+export interface FetchCommonOptions<TStore extends IdempotencyStore<unknown>, TMode extends IdempotencyMode>
+  extends Omit<
+    IdempotencyEngineOptions<TransactionOfStore<TStore>>,
+    "store" | "mode" | keyof AtomicModeOptions | keyof LeaseModeOptions
+  > {
   /** Where records live: `drizzleStore({ db })` in production, `memoryStore()` in unit tests. */
   store: TStore;
   /** `atomic` (the default with a store that has it) or `lease`; see the engine's options. */

@@ -5,11 +5,14 @@
  * model). What idemkit's own packages share beyond that is at `@idemkit/core/internal`, with no such promise.
  */
 export type {
+  AtomicModeOptions,
   Execution,
   IdempotencyEngine,
   IdempotencyEngineOptions,
   IdempotencyEvent,
   IdempotentRequest,
+  LeaseModeOptions,
+  ModeOptions,
   RunResult,
   Settlement,
 } from "./engine.js";
@@ -23,7 +26,7 @@ export {
   isRetryableCode,
   ProcedureTransactionError,
 } from "./errors.js";
-export type { FetchHandler, FetchIdempotency, FetchIdempotencyOptions } from "./fetch.js";
+export type { FetchCommonOptions, FetchHandler, FetchIdempotency, FetchIdempotencyOptions } from "./fetch.js";
 export { withIdempotency } from "./fetch.js";
 export type { FingerprintOptions } from "./fingerprint.js";
 export { fingerprint, fingerprintAsync } from "./fingerprint.js";

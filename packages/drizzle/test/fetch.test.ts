@@ -6,7 +6,7 @@
 import { type IdempotencyStore, memoryStore, withIdempotency } from "@idemkit/core";
 import { serveFetch } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, expectTypeOf, it, vi } from "vitest";
 import { drizzleStore } from "../src/index.js";
 import { type Driver, type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
@@ -228,5 +228,31 @@ describe("lease mode", () => {
     const replay = await post();
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
     expect(runs).toBe(1);
+  });
+});
+
+describe("types", () => {
+  it("follow the mode: tx is the transaction in atomic mode, undefined in lease mode; the other mode's options do not compile", () => {
+    const typed = (database: NotesDatabase) => [
+      withIdempotency(
+        (_request, { tx }) => {
+          expectTypeOf(tx).not.toBeUndefined();
+          return new Response();
+        },
+        { store: drizzleStore({ db: database.db }), scope: () => "alice", transactionTimeoutMs: 1_000 },
+      ),
+      withIdempotency(
+        (_request, { tx }) => {
+          expectTypeOf(tx).toBeUndefined();
+          return new Response();
+        },
+        { store: memoryStore(), scope: () => "alice", leaseMs: 1_000 },
+      ),
+      // @ts-expect-error a lease is lease mode's
+      withIdempotency(() => new Response(), { store: drizzleStore({ db: database.db }), scope: () => "a", leaseMs: 1 }),
+      // @ts-expect-error a lease-only store has no transaction to bound
+      withIdempotency(() => new Response(), { store: memoryStore(), scope: () => "a", transactionTimeoutMs: 1 }),
+    ];
+    expectTypeOf(typed).toBeFunction();
   });
 });

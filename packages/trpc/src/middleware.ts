@@ -20,6 +20,7 @@ import {
   IdempotencyMode,
   type IdempotencyStore,
   isIdempotencyError,
+  type ModeOptions,
   type ModesOf,
   parseIdempotencyKey,
   type Settlement,
@@ -102,64 +103,28 @@ export interface IdempotencyCommonOptions<TCtx extends object, TStore extends Id
   onEvent?: (event: IdempotencyEvent) => void;
 }
 
-/** What only atomic mode takes: it has a transaction, and may put it on the context. */
-export interface IdempotencyAtomicOptions<TDbKey extends string> {
-  /**
-   * Atomic mode: the context key your procedures already write with, such as create-t3-app's `"db"`. In a
-   * protected mutation `ctx[dbKey]` is then the idempotent transaction (the same one as `ctx.idempotency.tx`),
-   * so an existing procedure body becomes exactly-once without edits. It must hold the database the store was
-   * given. Default: none, and procedures write through `ctx.idempotency.tx`.
-   */
-  dbKey?: TDbKey;
-  /**
-   * Atomic mode: the longest the idempotent transaction may stay open, procedure included, in ms. Past it the
-   * transaction is rolled back and the request answered 503, so a hung call never holds a request for ever.
-   * Default 30 seconds.
-   */
-  transactionTimeoutMs?: number;
-}
-
-/** What only lease mode takes: a claim committed first, kept alive while the call runs. */
-export interface IdempotencyLeaseOptions {
-  /**
-   * Lease mode: how long a claim protects a call, in ms. A running call renews it every third of that; only a
-   * crashed (or hung) call lets it run out, and a retry then takes over. Default 60 seconds.
-   */
-  leaseMs?: number;
-  /** Lease mode: the longest a running call keeps its key by renewing its lease, in ms. Default 15 minutes. */
-  maxHoldMs?: number;
-  /**
-   * Lease mode: the longest a call's client waits for its procedure, in ms. Past it the call is answered 409
-   * `IN_PROGRESS` with `Retry-After` and `ctx.idempotency.signal` aborts; the key stays claimed until the procedure
-   * settles, so a retry never runs it while it may still run, and gets its stored answer once there is one.
-   * `Infinity` turns it off; atomic mode has `transactionTimeoutMs`. Default 30 seconds.
-   */
-  procedureTimeoutMs?: number;
-  /**
-   * Lease mode: where a call answered at `procedureTimeoutMs` hands the work that still runs, on platforms that stop
-   * a request's work once it is answered: `waitUntil: after` with Next.js's `after` from `next/server`.
-   */
-  waitUntil?: (settling: Promise<unknown>) => void;
-}
-
-/** The other mode's options, refused: `dbKey` in lease mode is a compile error, not a throw at startup. */
-type Refused<T> = { [K in keyof T]?: never };
+/**
+ * Atomic mode's own option of the middleware: the context key your procedures already write with, such as
+ * create-t3-app's `"db"`. In a protected mutation `ctx[dbKey]` is then the idempotent transaction (the same one as
+ * `ctx.idempotency.tx`), so an existing procedure body becomes exactly-once without edits. It must hold the database
+ * the store was given. Default: none, and procedures write through `ctx.idempotency.tx`. Lease mode has no
+ * transaction to hand over: there it does not compile.
+ */
+export type IdempotencyDbKeyOption<TMode, TDbKey extends string> = [TMode] extends ["atomic"]
+  ? { dbKey?: TDbKey }
+  : { dbKey?: never };
 
 /**
- * The middleware's options for `TMode`, which is read from the store (see `DefaultModeOf`) unless `mode` is given.
- * A store whose type does not say whether it has `atomic` takes both modes' options but `dbKey`.
+ * The middleware's options for `TMode`, which is read from the store (see `DefaultModeOf`) unless `mode` is given:
+ * the common ones, and the engine's options of that mode (`transactionTimeoutMs` in atomic mode; `leaseMs`,
+ * `maxHoldMs`, `procedureTimeoutMs` and `waitUntil` in lease mode), the other mode's refused at compile time.
  */
 export type IdempotencyOptions<
   TCtx extends object,
   TStore extends IdempotencyStore<unknown>,
   TMode extends IdempotencyMode,
   TDbKey extends string = never,
-> = IdempotencyCommonOptions<TCtx, TStore, TMode> &
-  ([TMode] extends ["atomic"]
-    ? IdempotencyAtomicOptions<TDbKey> & Refused<IdempotencyLeaseOptions>
-    : [TMode] extends ["lease"]
-      ? IdempotencyLeaseOptions & Refused<IdempotencyAtomicOptions<string>>
-      : IdempotencyLeaseOptions & Omit<IdempotencyAtomicOptions<never>, "dbKey">);
+> = IdempotencyCommonOptions<TCtx, TStore, TMode> & ModeOptions<TMode> & IdempotencyDbKeyOption<TMode, TDbKey>;
 
 /**
  * The middleware for protected mutations. Use it with `.use()` on the procedure your mutations are built from:

@@ -130,3 +130,26 @@ export type RunResult<T> = { replayed: false; value: T } | { replayed: true; res
 
 /** How the engine's parts report a decision. */
 export type Emit = (type: IdempotencyEventType, id: RecordId, extra?: Partial<IdempotencyEvent>) => void;
+
+/** The engine options only atomic mode reads. */
+export type AtomicModeOptions = Pick<IdempotencyEngineOptions<unknown>, "transactionTimeoutMs">;
+
+/** The engine options only lease mode reads. */
+export type LeaseModeOptions = Pick<
+  IdempotencyEngineOptions<unknown>,
+  "leaseMs" | "maxHoldMs" | "procedureTimeoutMs" | "waitUntil"
+>;
+
+/** Options refused: set, they do not compile. */
+type Refused<T> = { [K in keyof T]?: never };
+
+/**
+ * The mode-specific options a call in `TMode` takes, for adapters to type theirs with: its own mode's, the other
+ * mode's refused (`leaseMs` in atomic mode is a compile error, not an option silently ignored); both while the mode
+ * is not known from the store's type.
+ */
+export type ModeOptions<TMode> = [TMode] extends ["atomic"]
+  ? AtomicModeOptions & Refused<LeaseModeOptions>
+  : [TMode] extends ["lease"]
+    ? LeaseModeOptions & Refused<AtomicModeOptions>
+    : AtomicModeOptions & LeaseModeOptions;
