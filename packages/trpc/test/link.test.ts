@@ -545,6 +545,30 @@ describe("over a transport of your own", () => {
     expect(await sending).toBeInstanceOf(TRPCClientError);
   });
 
+  it("gives up an attempt that never answers once the retry budget is spent, and aborts it below", async () => {
+    const signals: AbortSignal[] = [];
+    const hangs: TRPCLink<AppRouter> =
+      () =>
+      ({ op }) =>
+        observable(() => {
+          if (op.signal) signals.push(op.signal);
+        });
+    const { clock, advance } = testClock();
+    const client = createTRPCClient<AppRouter>({
+      links: [idempotencyRetryLink({ retry: { ...fast, maxElapsedMs: 10_000 }, clock }), hangs],
+    });
+    const { progress, context } = recorder();
+    const sending = client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context }).catch((error: unknown) => error);
+    await expect.poll(() => signals.length, { interval: 0 }).toBe(1);
+    advance(9_999);
+    expect(signals[0]?.aborted).toBe(false);
+    advance(1);
+    const error = await sending;
+    expect(isRetryableError(error)).toBe(true);
+    expect(progress.at(-1)).toMatchObject({ type: "failure", attempt: 1, retryable: true });
+    expect(signals[0]?.aborted).toBe(true);
+  });
+
   it("takes a completion without an answer for a lost answer: retried with the same key, then given up as retryable", async () => {
     const keys: unknown[] = [];
     const completesAtOnce: TRPCLink<AppRouter> =

@@ -10,3 +10,6 @@ export interface LinkClock {
 }
 
 export const REAL_CLOCK: LinkClock = { now: () => Date.now(), sleep: abortableDelay };
+
+/** The longest delay a timer holds (2^31 - 1 ms); a longer one fires at once. */
+export const MAX_TIMER_MS = 2_147_483_647;

@@ -1,8 +1,5 @@
 /** What the link knows of the browser's connection: whether it is offline, and waiting for it to come back. */
-import type { LinkClock } from "./clock.js";
-
-/** The longest delay a timer holds (2^31 - 1 ms); a longer one fires at once. */
-const MAX_TIMER_MS = 2_147_483_647;
+import { type LinkClock, MAX_TIMER_MS } from "./clock.js";
 
 /** True in a browser that reports itself offline; never outside a browser, which has no such report. */
 export function isOffline(): boolean {

@@ -12,7 +12,7 @@ import { DEFAULT_RETRY_POLICY, newIdempotencyKey, nextRetryDelayMs, parseRetryAf
 import { type Operation, type OperationResultEnvelope, TRPCClientError, type TRPCLink } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import { observable } from "@trpc/server/observable";
-import { type LinkClock, REAL_CLOCK } from "./clock.js";
+import { type LinkClock, MAX_TIMER_MS, REAL_CLOCK } from "./clock.js";
 import { idempotencyDataOf, isReplayedAnswer, isRetryableError, responseOf, statusOf } from "./errors.js";
 import { isOffline, whenOnline } from "./online.js";
 
@@ -120,7 +120,8 @@ export function idempotencyRetryLink<TRouter extends AnyTRPCRouter>(
           if (signal.aborted) stop.abort(signal.reason);
           signal.addEventListener("abort", abortFromCaller, { once: true });
         }
-        const send = (key: string) => sendAttempt(next, op, { ...call, key }, stop.signal);
+        const send = (key: string, withinMs: number) =>
+          sendAttempt(next, op, { ...call, key }, { signal: stop.signal, withinMs, clock });
         // Set before the observer hears the outcome, whose completion tears this down at once.
         let settled = false;
         mutateWithRetries(call, op.path, policy, clock, send, stop.signal).then(
@@ -150,13 +151,15 @@ type SendResult = { ok: true; envelope: Envelope } | { ok: false; error: TRPCCli
 
 /**
  * One attempt through the links below, settled exactly once: by its result, its error, a completion without a
- * result (wsLink completes an aborted request so), or the signal aborting, whichever comes first.
+ * result (wsLink completes an aborted request so), the signal aborting, or `withinMs` passing without an answer (a
+ * transport that hangs), whichever comes first. The links below see the attempt's own signal, which aborts with the
+ * caller's, and when the attempt runs out of time.
  */
 function sendAttempt(
   next: (op: Operation) => ReturnType<ReturnType<TRPCLink<AnyTRPCRouter>>>,
   op: Operation,
   call: IdempotencyCall,
-  signal: AbortSignal,
+  { signal, withinMs, clock }: { signal: AbortSignal; withinMs: number; clock: LinkClock },
 ): Promise<SendResult> {
   return new Promise<SendResult>((resolve) => {
     const failed = (cause: unknown) => ({ ok: false, error: toClientError(cause) }) as const;
@@ -164,20 +167,41 @@ function sendAttempt(
       resolve(failed(signal.reason));
       return;
     }
-    const attempt: Operation = { ...op, signal, context: { ...op.context, idempotency: call } };
+    const stop = new AbortController();
+    const attempt: Operation = { ...op, signal: stop.signal, context: { ...op.context, idempotency: call } };
     let subscription: { unsubscribe(): void } | undefined;
-    const onAbort = () => settle(failed(signal.reason));
+    let settled = false;
+    const onAbort = () => {
+      stop.abort(signal.reason);
+      settle(failed(signal.reason));
+    };
+    const timer = new AbortController();
     function settle(result: SendResult) {
+      if (settled) return;
+      settled = true;
       signal.removeEventListener("abort", onAbort);
+      timer.abort();
       subscription?.unsubscribe();
       resolve(result);
     }
     signal.addEventListener("abort", onAbort, { once: true });
+    // A budget past what a timer holds (Infinity among others) leaves the attempt to the caller's abort alone.
+    if (withinMs <= MAX_TIMER_MS) {
+      clock.sleep(Math.max(0, withinMs), timer.signal).then(
+        () => {
+          const late = new Error(`${op.path}: no answer within ${withinMs} ms, the retry budget`);
+          stop.abort(late);
+          settle(failed(late));
+        },
+        () => {},
+      );
+    }
     subscription = next(attempt).subscribe({
       next: (envelope) => settle({ ok: true, envelope }),
       error: (error) => settle({ ok: false, error }),
       complete: () => settle(failed(new Error(`${op.path}: the link completed without an answer`))),
     });
+    if (settled) subscription.unsubscribe();
   });
 }
 
@@ -186,7 +210,7 @@ async function mutateWithRetries(
   path: string,
   policy: RetryPolicy,
   clock: LinkClock,
-  send: (key: string) => Promise<SendResult>,
+  send: (key: string, withinMs: number) => Promise<SendResult>,
   signal: AbortSignal,
 ): Promise<Envelope> {
   const key = call.key === undefined ? newIdempotencyKey() : parseIdempotencyKey(call.key, path);
@@ -196,7 +220,9 @@ async function mutateWithRetries(
     // An operation aborted before it started (an action the user abandoned) sends nothing.
     signal.throwIfAborted();
     report({ type: "request", key, attempt });
-    const sent = await send(key);
+    // An attempt that hangs is given up, after the whole budget, as an answer that never came; one that is just
+    // slow (a duplicate waiting for the first call) still gets its answer, even late in the budget.
+    const sent = await send(key, policy.maxElapsedMs);
     if (sent.ok) {
       const replayed = isReplayedAnswer(responseOfEnvelope(sent.envelope));
       report({ type: "success", key, attempt, replayed });
