@@ -5,9 +5,9 @@
  * only with a new action: another input, `reset()`, or pressing again after the server refused the action for good.
  *
  * Retrying is the link's job (`idempotencyLink` from `@idemkit/trpc/client`, which must be in the client's links);
- * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, paused while offline.
+ * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, offline. What the lookup
+ * says of an action is `outcome-reconciliation.ts`; the result's shape, `action-result.ts`.
  */
-import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 import { newIdempotencyKey } from "@idemkit/core/internal";
 import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
 import {
@@ -37,7 +37,8 @@ import {
   storageWhileHeld,
 } from "./action-store.js";
 import { appCallbacks, carriedKey, carryingKey } from "./mutation-key-context.js";
-import { DEFAULT_LOOKUP_MAX_RUNNING_MS, type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
+import { DEFAULT_LOOKUP_MAX_RUNNING_MS, type OutcomeLookup } from "./outcome-polling.js";
+import { useOutcomeReconciliation } from "./outcome-reconciliation.js";
 import { knownTab, thisTab } from "./tab-identity.js";
 
 /** What the hook adds to the mutation options of a tRPC procedure: where the key is kept, and how actions go. */
@@ -169,10 +170,6 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
   /** This form, as the sender of its actions to other tabs: it never adopts the key of an action it sent itself. */
   const [sender] = useState(newIdempotencyKey);
 
-  /** What the lookup found, for the action with `key`. */
-  const [found, setFound] = useState<{ key: string; outcome: IdempotencyOutcomeAnswer }>();
-  const lookupRef = useRef({ ask: lookup, maxRunningMs: lookupMaxRunningMs });
-  lookupRef.current = { ask: lookup, maxRunningMs: lookupMaxRunningMs };
   /** Where a found answer is settled: this render's cache and mutation key (set below, once they are known). */
   const cacheRef = useRef<{ queryClient: QueryClient; mutationKey: MutationKey }>(undefined);
   const afterSuccessRef = useRef(afterSuccess);
@@ -186,56 +183,19 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
     },
     [store],
   );
-  const lookingUp = useRef<AbortController | undefined>(undefined);
-  /** The key of the action the lookup is being asked about, until it settles. */
-  const [checking, setChecking] = useState<string>();
-
-  const mounted = useRef(false);
-  useEffect(() => {
-    mounted.current = true;
-    return () => {
-      mounted.current = false;
-      lookingUp.current?.abort();
-    };
+  const settleFound = useCallback((foundKey: string, data: unknown) => {
+    if (cacheRef.current) settleInCache(cacheRef.current, foundKey, data);
   }, []);
-
-  /**
-   * Asks the lookup what became of `current`, while it stays the current action, nothing runs for it and the form
-   * is mounted. Returns whether it is done asking (`settled`), and what stops it.
-   */
-  const reconcile = useCallback(
-    (current: Action): { abort: AbortController; settled: () => boolean } | undefined => {
-      const { ask, maxRunningMs } = lookupRef.current;
-      if (!ask || current.refused || !mounted.current) return undefined;
-      lookingUp.current?.abort();
-      const abort = new AbortController();
-      lookingUp.current = abort;
-      const applies = () =>
-        !abort.signal.aborted && mounted.current && action.current?.key === current.key && !running.current;
-      let done = false;
-      setChecking(current.key);
-      settledOutcome(ask, { path, key: current.key }, { signal: abort.signal, maxRunningMs }, (outcome) => {
-        if (!applies()) return;
-        if (outcome.state === "failed") {
-          // A stored failure (a 4xx, or a 5xx under storeServerErrors): pressing again is a new attempt, as when
-          // the hook saw the refusal itself.
-          action.current = { ...current, refused: true };
-          store.write(action.current);
-        }
-        if (outcome.state === "completed") {
-          markSucceeded(current);
-          if (cacheRef.current) settleInCache(cacheRef.current, current.key, outcome.data);
-        }
-        setFound({ key: current.key, outcome });
-      }).finally(() => {
-        done = true;
-        // A newer round of asking (another action, a reload's) is not settled by this one.
-        if (lookingUp.current === abort) setChecking(undefined);
-      });
-      return { abort, settled: () => done };
-    },
-    [path, store, markSucceeded],
-  );
+  const { reconcile, found, checking, forget } = useOutcomeReconciliation({
+    path,
+    store,
+    action,
+    running,
+    markSucceeded,
+    settleFound,
+    lookup,
+    lookupMaxRunningMs,
+  });
 
   // Before the read below: a form whose name another form holds never takes that form's action for its own.
   useEffect(() => {
@@ -408,8 +368,7 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
       action.current = current;
       setKey(current.key);
       setProgress(IDLE);
-      lookingUp.current?.abort();
-      setFound(undefined);
+      forget();
       const thisRun = {
         action: current,
         fingerprint: inputFingerprint,
@@ -427,7 +386,7 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
       thisRun.promise.then(clear, clear);
       return thisRun.promise;
     },
-    [store, startMutation, waitingWith],
+    [store, startMutation, waitingWith, forget],
   );
 
   const mutate = useCallback(
@@ -447,12 +406,11 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
     running.current = undefined;
     store.clear();
     action.current = undefined;
-    lookingUp.current?.abort();
-    setFound(undefined);
+    forget();
     setKey(undefined);
     setProgress(IDLE);
     resetMutation();
-  }, [store, resetMutation, waitingWith, queryClient]);
+  }, [store, resetMutation, waitingWith, queryClient, forget]);
 
   return shapeResult<TOutput, TError, TInput>({
     mutation,
