@@ -22,7 +22,7 @@ import {
   type Settlement,
 } from "./engine.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
-import { fingerprint } from "./fingerprint.js";
+import { fingerprint, fingerprintAsync } from "./fingerprint.js";
 import { httpStatusOf } from "./http-status.js";
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./key.js";
 import { isStoredStatus } from "./outcome.js";
@@ -35,7 +35,10 @@ export interface FetchIdempotency<Tx> {
   key: string;
   /** The scope its record belongs to. */
   scope: string;
-  /** Atomic mode: the transaction to write with, committed with the stored answer. Lease mode: undefined. */
+  /**
+   * Atomic mode: the transaction to write with. It commits with a stored 2xx; behind a stored 4xx its writes are
+   * rolled back (the refusal is stored, its effects are not). Lease mode: undefined.
+   */
   tx: Tx;
   /** Lease mode: aborts when the request's lease is lost, or at `procedureTimeoutMs`. Atomic mode: never aborts. */
   signal: AbortSignal;
@@ -83,12 +86,13 @@ export interface FetchCommonOptions<TStore extends IdempotencyStore<unknown>, TM
   storeServerErrors?: boolean;
 }
 
-/** Methods that change nothing, which pass through unprotected. */
-const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+/** The methods that change something: the ones protected. */
+const UNSAFE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /** Headers that describe an answer rather than the client it was sent to: the ones a replay carries. */
 const REPLAYED_HEADERS = [
   "content-type",
+  "content-encoding",
   "content-language",
   "content-disposition",
   "location",
@@ -105,7 +109,8 @@ interface StoredFetchBody {
 }
 
 /**
- * Protects `handler`: every POST, PUT, PATCH and DELETE needs an `Idempotency-Key`; the first request with a key
+ * Protects `handler`: every POST, PUT, PATCH and DELETE needs an `Idempotency-Key` (other methods are answered
+ * 405: mount it on the methods that change something); the first request with a key
  * runs, its duplicates get its answer again, one that arrives while it runs waits for it (atomic mode) or is told
  * 409 with `Retry-After`, and the same key with another body is refused 422. Nothing runs unprotected: a missing
  * key, a store that is down or a body too large is refused before the handler is called.
@@ -133,26 +138,16 @@ export function withIdempotency<
   const engine = createIdempotencyEngine<unknown>(engineOptions as IdempotencyEngineOptions<unknown>);
 
   return async (request) => {
-    if (SAFE_METHODS.has(request.method)) return handler(request, unprotected());
+    if (!UNSAFE_METHODS.has(request.method)) return notProtected(request.method);
     try {
       const path = pathOf(request);
       const key = parseIdempotencyKey(request.headers.get(IDEMPOTENCY_KEY_HEADER) ?? missingKey(path), path);
-      const body = await boundedBody(request, maxBodyBytes, bodyTimeoutMs);
       const scope = await scopeOf(request);
       if (typeof scope !== "string" || scope.length === 0) {
         throw new TypeError("withIdempotency(): scope() must return a non-empty string.");
       }
-      const identity: IdempotentRequest = {
-        scope,
-        path,
-        key,
-        fingerprint: fingerprint({
-          method: request.method,
-          url: pathAndQuery(request.url),
-          contentType: request.headers.get("content-type"),
-          body: await sha256Bytes(body),
-        }),
-      };
+      const body = await boundedBody(request, maxBodyBytes, bodyTimeoutMs);
+      const identity: IdempotentRequest = { scope, path, key, fingerprint: await fingerprintOf(request, body) };
       const subKey = (name: string) => sha256Hex(JSON.stringify([scope, path, key, name])).slice(0, 40);
       const run = await engine.run(identity, async ({ tx, signal }): Promise<Settlement<Response>> => {
         const idempotency = { key, scope, tx: tx as TxOf<TStore, TMode>, signal, subKey };
@@ -166,23 +161,43 @@ export function withIdempotency<
       if (!run.replayed) return run.value;
       return replayOf(run.response.status, JSON.parse(run.response.body) as StoredFetchBody, true);
     } catch (error) {
-      if (isIdempotencyError(error)) return refusal(error);
-      throw error;
+      if (!isIdempotencyError(error)) throw error;
+      // A body refused unread is read and dropped a while, so that its client reads the refusal, not a reset.
+      if (request.body && !request.bodyUsed) await discardRest(request.body.getReader());
+      return refusal(error);
     }
   };
 }
 
-/** A safe request's idempotency: no key, nothing stored, a signal that never aborts. */
-function unprotected(): FetchIdempotency<never> {
-  return {
-    key: "",
-    scope: "",
-    tx: undefined as never,
-    signal: new AbortController().signal,
-    subKey: () => {
-      throw new TypeError("withIdempotency(): a GET, HEAD or OPTIONS request has no key to derive from.");
+/**
+ * What tells two requests with one key apart: the method, the path and query, the media type and the body. JSON
+ * and other bodies are compared byte for byte; a multipart form by its fields and files, as its boundary is drawn
+ * anew each time a client sends it.
+ */
+async function fingerprintOf(request: Request, body: Uint8Array<ArrayBuffer>): Promise<string> {
+  const mediaType = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  const identity = { method: request.method, url: pathAndQuery(request.url), mediaType };
+  if (mediaType === "multipart/form-data") {
+    const form = await rebuilt(request, body).formData();
+    return fingerprintAsync({ ...identity, fields: [...form.entries()] });
+  }
+  return fingerprint({ ...identity, body: await sha256Bytes(body) });
+}
+
+/**
+ * A method that changes nothing (GET, HEAD, OPTIONS) has no key to run under: mount the handler on the methods that
+ * change something (a route's `POST`), and serve the others without it.
+ */
+function notProtected(method: string): Response {
+  return Response.json(
+    {
+      error: {
+        code: "METHOD_NOT_ALLOWED",
+        message: `${method} is not protected here: send POST, PUT, PATCH or DELETE.`,
+      },
     },
-  };
+    { status: 405, headers: { allow: [...UNSAFE_METHODS].join(", ") } },
+  );
 }
 
 function missingKey(path: string): never {

@@ -189,10 +189,46 @@ describe("what is stored", () => {
     expect(shop.runs()).toBe(3);
   });
 
-  it("GET passes through, unprotected and unkeyed", async () => {
-    const handler = withIdempotency(() => new Response("the menu"), { store: memoryStore(), scope: () => "alice" });
+  it("a GET is not run: 405, naming the methods it protects", async () => {
+    let runs = 0;
+    const handler = withIdempotency(
+      () => {
+        runs++;
+        return new Response("the menu");
+      },
+      { store: memoryStore(), scope: () => "alice" },
+    );
     const answer = await handler(new Request("http://shop.test/api/menu"));
-    expect(await answer.text()).toBe("the menu");
+    expect(answer.status).toBe(405);
+    expect(answer.headers.get("allow")).toBe("POST, PUT, PATCH, DELETE");
+    expect(runs).toBe(0);
+  });
+
+  it("a multipart form sent again (a new boundary each time) replays; another file is 422", async () => {
+    let runs = 0;
+    const handler = withIdempotency(
+      async (request) => {
+        runs++;
+        const form = await request.formData();
+        return Response.json({ name: form.get("name"), size: (form.get("receipt") as File).size });
+      },
+      { store: memoryStore(), scope: () => "alice" },
+    );
+    const server = await serveFetch(handler);
+    closers.push(server);
+    const key = globalThis.crypto.randomUUID();
+    const send = (receipt: string) => {
+      const form = new FormData();
+      form.set("name", "refund");
+      form.set("receipt", new File([receipt], "receipt.txt", { type: "text/plain" }));
+      return fetch(`${server.url}/api/refunds`, { method: "POST", headers: { "idempotency-key": key }, body: form });
+    };
+    expect((await send("12.50")).status).toBe(200);
+    const again = await send("12.50");
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect((await send("99.99")).status).toBe(422);
+    expect(runs).toBe(1);
   });
 });
 
