@@ -150,17 +150,26 @@ export function shapeResult<TOutput, TError, TInput>({
   return state as IdempotentMutationResult<TOutput, TError, TInput>;
 }
 
+/** Where a form's found answers are settled: its cache, and its procedure's mutation key. */
+export interface FormCache {
+  queryClient: QueryClient;
+  mutationKey: MutationKey;
+}
+
+/** What marks a mutation the lookup found (its `meta`), with the key of its action. */
+const FOUND = "idemkitFound";
+
 /**
  * Puts the answer the lookup found for the action with `key` in TanStack Query's cache as that action's settled
  * mutation, through `hydrate`, the public way a mutation's state enters a cache: the hook then shows it as it shows
  * a mutation restored after a reload, and TanStack Query (its devtools, `useMutationState`) sees it as it is. Its
- * input is not known here (the hook keeps only a fingerprint of it), so `variables` is undefined.
+ * input is not known here (the hook keeps only a fingerprint of it), so `variables` is undefined. Nothing observes
+ * it, so it is kept until the form forgets it (a new action, `reset()`), not collected after `gcTime`; a form keeps
+ * one at most.
  */
-export function settleInCache(
-  { queryClient, mutationKey }: { queryClient: QueryClient; mutationKey: MutationKey },
-  key: string,
-  data: unknown,
-): void {
+export function settleInCache(cache: FormCache, key: string, data: unknown): void {
+  const { queryClient, mutationKey } = cache;
+  forgetFoundInCache(cache);
   const state: MutationState = {
     context: keyCarrying(key),
     data,
@@ -172,5 +181,17 @@ export function settleInCache(
     variables: undefined,
     submittedAt: Date.now(),
   };
-  hydrate(queryClient, { mutations: [{ mutationKey, state }], queries: [] });
+  hydrate(
+    queryClient,
+    { mutations: [{ mutationKey, state, meta: { [FOUND]: key } }], queries: [] },
+    { defaultOptions: { mutations: { gcTime: Number.POSITIVE_INFINITY } } },
+  );
+}
+
+/** Takes the form's found answers out of the cache: the action they belong to is over for the form. */
+export function forgetFoundInCache({ queryClient, mutationKey }: FormCache): void {
+  const mutations = queryClient.getMutationCache();
+  for (const found of mutations.findAll({ mutationKey, predicate: (mutation) => FOUND in (mutation.meta ?? {}) })) {
+    mutations.remove(found);
+  }
 }

@@ -13,8 +13,6 @@ import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStore
 import {
   type MutateOptions,
   type MutationFunctionContext,
-  type MutationKey,
-  type QueryClient,
   type UseMutationOptions,
   useMutation,
   useMutationState,
@@ -23,7 +21,13 @@ import {
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { DEFAULT_TAB_WAIT_MS, sendAcrossTabs } from "./across-tabs.js";
 import { IDLE, nextProgress, type Progress } from "./action-progress.js";
-import { type IdempotentMutationResult, settleInCache, shapeResult } from "./action-result.js";
+import {
+  type FormCache,
+  forgetFoundInCache,
+  type IdempotentMutationResult,
+  settleInCache,
+  shapeResult,
+} from "./action-result.js";
 import {
   type Action,
   actionFingerprint,
@@ -171,7 +175,7 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
   const [sender] = useState(newIdempotencyKey);
 
   /** Where a found answer is settled: this render's cache and mutation key (set below, once they are known). */
-  const cacheRef = useRef<{ queryClient: QueryClient; mutationKey: MutationKey }>(undefined);
+  const cacheRef = useRef<FormCache>(undefined);
   const afterSuccessRef = useRef(afterSuccess);
   afterSuccessRef.current = afterSuccess;
   /** The action succeeded: in a form that starts a new action after a success, the next press has a new key. */
@@ -186,6 +190,9 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
   const settleFound = useCallback((foundKey: string, data: unknown) => {
     if (cacheRef.current) settleInCache(cacheRef.current, foundKey, data);
   }, []);
+  const unsettleFound = useCallback(() => {
+    if (cacheRef.current) forgetFoundInCache(cacheRef.current);
+  }, []);
   const { reconcile, found, checking, forget } = useOutcomeReconciliation({
     path,
     store,
@@ -193,6 +200,7 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
     running,
     markSucceeded,
     settleFound,
+    unsettleFound,
     lookup,
     lookupMaxRunningMs,
   });

@@ -20,12 +20,14 @@ export interface ReconciliationOptions {
   markSucceeded: (succeeded: Action) => void;
   /** Puts a completed action's answer where the hook shows it from. */
   settleFound: (key: string, data: unknown) => void;
+  /** Takes it back out, once the form forgets the action. */
+  unsettleFound: () => void;
   lookup: OutcomeLookup | undefined;
   lookupMaxRunningMs: number;
 }
 
 /** What the lookup found, for the action with `key`. */
-export interface Found {
+interface Found {
   key: string;
   outcome: IdempotencyOutcomeAnswer;
 }
@@ -41,6 +43,7 @@ export function useOutcomeReconciliation({
   running,
   markSucceeded,
   settleFound,
+  unsettleFound,
   lookup,
   lookupMaxRunningMs,
 }: ReconciliationOptions) {
@@ -102,7 +105,8 @@ export function useOutcomeReconciliation({
   const forget = useCallback(() => {
     lookingUp.current?.abort();
     setFound(undefined);
-  }, []);
+    unsettleFound();
+  }, [unsettleFound]);
 
   return { reconcile, found, checking, forget };
 }

@@ -528,6 +528,21 @@ describe("the outcome lookup", () => {
     expect(result.current).toMatchObject({ context: undefined, variables: undefined });
   });
 
+  it("keeps showing the answer it found past TanStack Query's gcTime, and takes it out of the cache on reset()", async () => {
+    const key = globalThis.crypto.randomUUID();
+    leftBehind(key);
+    const { lookup } = lookupAnswering({ state: "completed", data: { orderId: 7 } });
+    const clients = clientsOfAPage();
+    const { result } = render({ lookup, clients });
+    await settle();
+    await act(() => vi.advanceTimersByTimeAsync(10 * 60_000));
+    expect(result.current).toMatchObject({ isSuccess: true, data: { orderId: 7 } });
+    act(() => result.current.reset());
+    await settle();
+    expect(clients.queryClient.getMutationCache().findAll({ status: "success" })).toEqual([]);
+    expect(result.current.isIdle).toBe(true);
+  });
+
   it("says it is checking from the moment a reload finds the action until the lookup answers", async () => {
     const key = globalThis.crypto.randomUUID();
     leftBehind(key);
