@@ -14,7 +14,16 @@ export function testClock() {
         }
         const sleeper = { until: now + ms, wake: resolve };
         sleeping.push(sleeper);
-        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+        signal.addEventListener(
+          "abort",
+          () => {
+            // An aborted sleep is over: it no longer counts as waiting.
+            const at = sleeping.indexOf(sleeper);
+            if (at !== -1) sleeping.splice(at, 1);
+            reject(signal.reason);
+          },
+          { once: true },
+        );
       }),
   };
   return {

@@ -545,28 +545,33 @@ describe("over a transport of your own", () => {
     expect(await sending).toBeInstanceOf(TRPCClientError);
   });
 
-  it("gives up an attempt that never answers once the retry budget is spent, and aborts it below", async () => {
-    const signals: AbortSignal[] = [];
+  it("gives up an attempt that never answers after attemptTimeoutMs, aborts it below, and sends it again with its key", async () => {
+    const sent: Array<{ key: unknown; signal: AbortSignal | undefined }> = [];
     const hangs: TRPCLink<AppRouter> =
       () =>
       ({ op }) =>
         observable(() => {
-          if (op.signal) signals.push(op.signal);
+          sent.push({ key: idempotencyHeaders({ op })["Idempotency-Key"], signal: op.signal ?? undefined });
         });
     const { clock, advance } = testClock();
     const client = createTRPCClient<AppRouter>({
-      links: [idempotencyRetryLink({ retry: { ...fast, maxElapsedMs: 10_000 }, clock }), hangs],
+      links: [idempotencyRetryLink({ retry: { ...fast, maxAttempts: 2 }, attemptTimeoutMs: 5_000, clock }), hangs],
     });
     const { progress, context } = recorder();
     const sending = client.placeOrder.mutate({ sku: "tea", qty: 1 }, { context }).catch((error: unknown) => error);
-    await expect.poll(() => signals.length, { interval: 0 }).toBe(1);
-    advance(9_999);
-    expect(signals[0]?.aborted).toBe(false);
+    await expect.poll(() => sent.length, { interval: 0 }).toBe(1);
+    advance(4_999);
+    expect(sent[0]?.signal?.aborted).toBe(false);
     advance(1);
+    await expect.poll(() => sent[0]?.signal?.aborted, { interval: 0 }).toBe(true);
+    await expect.poll(() => progress.some((event) => event.type === "retry"), { interval: 0 }).toBe(true);
+    advance(1_000);
+    await expect.poll(() => sent.length, { interval: 0 }).toBe(2);
+    expect(sent[1]?.key).toBe(sent[0]?.key);
+    advance(5_000);
     const error = await sending;
     expect(isRetryableError(error)).toBe(true);
-    expect(progress.at(-1)).toMatchObject({ type: "failure", attempt: 1, retryable: true });
-    expect(signals[0]?.aborted).toBe(true);
+    expect(progress.at(-1)).toMatchObject({ type: "failure", attempt: 2, retryable: true });
   });
 
   it("takes a completion without an answer for a lost answer: retried with the same key, then given up as retryable", async () => {

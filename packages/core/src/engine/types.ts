@@ -49,8 +49,9 @@ export interface IdempotencyEngineOptions<Tx> {
   /** How long a completed record is replayed, in ms. Default 24 hours. */
   ttlMs?: number;
   /**
-   * Lease mode: how long a claim protects a running request, in ms, before a retry may take over. Longer than
-   * the slowest request you expect; a crash blocks the key this long. Default 60 seconds.
+   * Lease mode: how long a claim protects a running request, in ms, before a retry may take over. A running call
+   * renews it every third of that, so only a crashed (or hung) call lets it run out; a crash blocks the key this
+   * long. Default 60 seconds.
    */
   leaseMs?: number;
   /**
@@ -80,14 +81,15 @@ export interface IdempotencyEngineOptions<Tx> {
   /**
    * Lease mode: the longest the client waits for the procedure, in ms. Past it the request is answered 409
    * `IN_PROGRESS` with `Retry-After` (a retry with the same key gets the answer once there is one) and the work's
-   * signal aborts; the key stays claimed, its lease renewed up to `maxHoldMs`, until the work settles, as work that
+   * signal aborts (`ctx.idempotency.signal` in the tRPC middleware); the key stays claimed, its lease renewed up to `maxHoldMs`, until the work settles, as work that
    * left the database (a charge on its way) cannot be undone by stopping to wait for it. `Infinity` turns it off;
    * atomic mode has `transactionTimeoutMs` instead. Default 30 s.
    */
   procedureTimeoutMs?: number;
   /**
    * Lease mode: handed the settling of a call that was answered at `procedureTimeoutMs` while its work goes on, for
-   * platforms that stop a request's work once it is answered: Next.js's `after`, Vercel's `waitUntil`. Without it
+   * platforms that stop a request's work once it is answered: `waitUntil: after` with Next.js's `after` from
+   * `next/server`, or Vercel's `waitUntil`. Without it
    * there, a frozen instance is a crashed call (its lease runs out, and a retry takes over). A throw is logged.
    */
   waitUntil?: (settling: Promise<unknown>) => void;

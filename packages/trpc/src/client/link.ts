@@ -41,8 +41,8 @@ export function idempotencyLink<TRouter extends AnyTRPCRouter>(
   options: IdempotencyLinkOptions<TRouter>,
 ): TRPCLink<TRouter> {
   // The router type only constrains what callers may pass (a transformer when the router has one).
-  const { retry, clock, fetch, headers, ...http } = options as IdempotencyLinkOptions<AnyTRPCRouter>;
-  const retrying = idempotencyRetryLink<TRouter>({ retry, clock });
+  const { retry, clock, attemptTimeoutMs, fetch, headers, ...http } = options as IdempotencyLinkOptions<AnyTRPCRouter>;
+  const retrying = idempotencyRetryLink<TRouter>({ retry, clock, attemptTimeoutMs });
   const mutations = httpLink({
     ...http,
     fetch: keepingEveryAnswer(fetch),

@@ -68,11 +68,21 @@ export interface IdempotencyRetryLinkOptions {
    */
   retry?: Partial<RetryPolicy> | undefined;
   /**
+   * How long one attempt waits for an answer, in ms, before it is given up as lost (its request aborted) and sent
+   * again with the same key if the budget allows: a request that hangs never holds the mutation for ever. Longer
+   * than the server takes to answer a slow call (its `transactionTimeoutMs` or `procedureTimeoutMs`, 30 s by
+   * default). Default 60 seconds.
+   */
+  attemptTimeoutMs?: number | undefined;
+  /**
    * The clock the retry waits and the budget run on, in ms since the epoch (`Retry-After` dates and `retryAt` are
    * read against it). Default: the real one. For tests that move time themselves.
    */
   clock?: LinkClock | undefined;
 }
+
+/** How long an attempt waits for its answer by default: past the server's own 30 s bounds on a slow call. */
+const DEFAULT_ATTEMPT_TIMEOUT_MS = 60_000;
 
 /**
  * Builds the operation context for one mutation: `client.order.place.mutate(input, { context:
@@ -106,7 +116,7 @@ export function idempotencyContext(call: IdempotencyCall): { idempotency: Idempo
 export function idempotencyRetryLink<TRouter extends AnyTRPCRouter>(
   options: IdempotencyRetryLinkOptions = {},
 ): TRPCLink<TRouter> {
-  const { retry, clock = REAL_CLOCK } = options;
+  const { retry, clock = REAL_CLOCK, attemptTimeoutMs = DEFAULT_ATTEMPT_TIMEOUT_MS } = options;
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...retry };
   return () =>
     ({ op, next }) => {
@@ -124,7 +134,7 @@ export function idempotencyRetryLink<TRouter extends AnyTRPCRouter>(
           sendAttempt(next, op, { ...call, key }, { signal: stop.signal, withinMs, clock });
         // Set before the observer hears the outcome, whose completion tears this down at once.
         let settled = false;
-        mutateWithRetries(call, op.path, policy, clock, send, stop.signal).then(
+        mutateWithRetries(call, op.path, { policy, attemptTimeoutMs }, clock, send, stop.signal).then(
           (envelope) => {
             settled = true;
             observer.next(envelope);
@@ -189,7 +199,7 @@ function sendAttempt(
     if (withinMs <= MAX_TIMER_MS) {
       clock.sleep(Math.max(0, withinMs), timer.signal).then(
         () => {
-          const late = new Error(`${op.path}: no answer within ${withinMs} ms, the retry budget`);
+          const late = new Error(`${op.path}: no answer within attemptTimeoutMs (${withinMs} ms)`);
           stop.abort(late);
           settle(failed(late));
         },
@@ -208,7 +218,7 @@ function sendAttempt(
 async function mutateWithRetries(
   call: IdempotencyCall,
   path: string,
-  policy: RetryPolicy,
+  { policy, attemptTimeoutMs }: { policy: RetryPolicy; attemptTimeoutMs: number },
   clock: LinkClock,
   send: (key: string, withinMs: number) => Promise<SendResult>,
   signal: AbortSignal,
@@ -220,9 +230,9 @@ async function mutateWithRetries(
     // An operation aborted before it started (an action the user abandoned) sends nothing.
     signal.throwIfAborted();
     report({ type: "request", key, attempt });
-    // An attempt that hangs is given up, after the whole budget, as an answer that never came; one that is just
-    // slow (a duplicate waiting for the first call) still gets its answer, even late in the budget.
-    const sent = await send(key, policy.maxElapsedMs);
+    // An attempt that hangs is given up as an answer that never came; one that is just slow (a duplicate waiting
+    // for the first call) still gets its answer, even late in the budget.
+    const sent = await send(key, attemptTimeoutMs);
     if (sent.ok) {
       const replayed = isReplayedAnswer(responseOfEnvelope(sent.envelope));
       report({ type: "success", key, attempt, replayed });
