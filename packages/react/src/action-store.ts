@@ -160,20 +160,6 @@ function safely<T>(run: () => T): T | undefined {
   }
 }
 
-/**
- * The stored action a press with this input continues: the same input (by fingerprint), and not over (refused for
- * good, or succeeded in a form that starts a new action after a success). Undefined when the press is a new action.
- */
-export function continuedAction(store: ActionStore, inputFingerprint: string | undefined): Action | undefined {
-  const stored = store.read();
-  return inputFingerprint !== undefined &&
-    stored?.fingerprint === inputFingerprint &&
-    !stored.refused &&
-    !stored.succeeded
-    ? stored
-    : undefined;
-}
-
 /** A procedure's dotted path (`checkout.placeOrder`), from its TanStack mutation key. */
 export function procedurePath(procedure: { mutationKey(): readonly unknown[] }): string {
   return procedure.mutationKey().flat().join(".");

@@ -20,6 +20,7 @@ import {
 } from "@tanstack/react-query";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { DEFAULT_TAB_WAIT_MS, sendAcrossTabs } from "./across-tabs.js";
+import { press } from "./action-policy.js";
 import { IDLE, nextProgress, type Progress } from "./action-progress.js";
 import {
   type FormCache,
@@ -33,7 +34,6 @@ import {
   actionFingerprint,
   actionStore,
   chosenStorage,
-  continuedAction,
   defaultStorage,
   defaultStorageName,
   holdStorageName,
@@ -356,22 +356,19 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
   const mutateAsync = useCallback(
     (input: TInput, callOptions?: MutateOptions<TOutput, TError, TInput>) => {
       const inputFingerprint = actionFingerprint(input);
-      if (running.current) {
-        const joins = inputFingerprint !== undefined && running.current.fingerprint === inputFingerprint;
-        return joins ? running.current.promise : Promise.reject(new ActionInFlightError());
-      }
-      // A restored mutation still waiting to send this form's action is in flight too: the same input goes with
-      // its key (the server runs it once), another is refused.
       const restoredAction = action.current;
-      if (restoredAction && waitingWith(restoredAction.key, "pending").length > 0) {
-        if (inputFingerprint === undefined || restoredAction.fingerprint !== inputFingerprint) {
-          return Promise.reject(new ActionInFlightError());
-        }
-      }
-      const current: Action = continuedAction(store, inputFingerprint) ?? {
-        key: newIdempotencyKey(),
-        fingerprint: inputFingerprint ?? "",
-      };
+      const outcome = press(
+        {
+          inputFingerprint,
+          inFlight: running.current,
+          waiting: restoredAction && waitingWith(restoredAction.key, "pending").length > 0 ? restoredAction : undefined,
+          kept: store.read(),
+        },
+        newIdempotencyKey,
+      );
+      if (outcome.does === "join" && running.current) return running.current.promise;
+      if (outcome.does !== "send") return Promise.reject(new ActionInFlightError());
+      const current = outcome.action;
       store.write(current);
       action.current = current;
       setKey(current.key);

@@ -4,14 +4,15 @@
  * twice if it had been sent. TanStack Query cannot persist functions: a restored mutation runs with the defaults
  * registered for its mutation key.
  */
+
 import { newIdempotencyKey } from "@idemkit/core/internal";
 import { idempotencyContext } from "@idemkit/trpc/client";
 import type { MutationFunctionContext } from "@tanstack/react-query";
 import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
+import { continuedAction } from "./action-policy.js";
 import {
   actionFingerprint,
   actionStore,
-  continuedAction,
   defaultStorage,
   defaultStorageName,
   type KeyStorage,
@@ -48,7 +49,7 @@ export function idempotentMutationDefaults<TDef extends ResolverDef>(
 ): ReturnType<TRPCMutationOptions<TDef>> {
   const { storage, storageKey, ...mutationOptions } = options;
   const form = actionStore(storage ?? defaultStorage(), storageKey ?? defaultStorageName(procedurePath(procedure)));
-  const formKeyFor = (input: unknown) => continuedAction(form, actionFingerprint(input))?.key;
+  const formKeyFor = (input: unknown) => continuedAction(form.read(), actionFingerprint(input))?.key;
   const base = procedure.mutationOptions(mutationOptions);
   return carryingKey(
     {
