@@ -25,7 +25,11 @@ let app: Instance;
 
 beforeAll(async () => {
   database = await createDatabase(inject("postgresUrl"));
-  app = await startInstance("edge", database.url, { IDEMKIT_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS) });
+  app = await startInstance("edge", database.url, {
+    IDEMKIT_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS),
+    // For GET /api/faults, which says when the handler holds a body; no fault is armed here.
+    IDEMKIT_FAULTS: "1",
+  });
   await ready(app);
 }, 90_000);
 afterAll(async () => {
@@ -137,17 +141,15 @@ describe("the demo's edge", () => {
   });
 
   it("exits on SIGTERM while a request is stuck mid-body, answering it 503 to send again", async () => {
-    let sent: () => void = () => {};
-    const firstBytesSent = new Promise<void>((resolve) => {
-      sent = resolve;
-    });
     const stuck = postChunked(app.base, async ({ write }) => {
       await write(cart().slice(0, 10));
-      sent();
     });
-    await firstBytesSent;
-    // Nothing outside the process says when its handler holds the request: a moment for the bytes to get there.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // SIGTERM once the handler holds the request, as the process itself says.
+    const bodiesBeingRead = async () => {
+      const state = await fetch(`${app.base}/api/faults`).then((answer) => answer.json());
+      return (state as { bodiesBeingRead: number }).bodiesBeingRead;
+    };
+    await expect.poll(bodiesBeingRead, { timeout: 10_000 }).toBe(1);
     const exitCode = await app.terminate();
     expect(exitCode).not.toBeNull();
     const answer = await stuck;

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createIdempotencyEngine, type IdempotencyEngine, type IdempotencyEvent, type Settlement } from "./engine.js";
+import type { IdempotencyEvent, Settlement } from "./engine/types.js";
+import { createIdempotencyEngine, type IdempotencyEngine } from "./engine.js";
 import { IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
 import { memoryStore } from "./memory-store.js";
 import type { IdempotencyStore, StoredRecord } from "./store.js";

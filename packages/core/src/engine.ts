@@ -30,19 +30,6 @@ import {
 import { Patience } from "./engine/waiting.js";
 import { DEFAULT_WAIT_MS } from "./store.js";
 
-export type {
-  AtomicModeOptions,
-  Execution,
-  IdempotencyEngineOptions,
-  IdempotencyEvent,
-  IdempotentRequest,
-  LeaseModeOptions,
-  ModeOptions,
-  RunResult,
-  Settlement,
-} from "./engine/types.js";
-export { IdempotencyEventType, IdempotencyMode } from "./engine/types.js";
-
 const HOUR_MS = 3_600_000;
 
 /** Builds the engine once per protected endpoint; `run` is called per request. */

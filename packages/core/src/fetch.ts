@@ -11,16 +11,17 @@
  * A stored answer keeps its status, its body byte for byte, and the headers that describe it (content type,
  * location, ETag, ...); never `Set-Cookie` or anything else particular to the first client.
  */
-import {
-  type AtomicModeOptions,
-  createIdempotencyEngine,
-  type IdempotencyEngineOptions,
-  type IdempotencyMode,
-  type IdempotentRequest,
-  type LeaseModeOptions,
-  type ModeOptions,
-  type Settlement,
-} from "./engine.js";
+
+import type {
+  AtomicModeOptions,
+  IdempotencyEngineOptions,
+  IdempotencyMode,
+  IdempotentRequest,
+  LeaseModeOptions,
+  ModeOptions,
+  Settlement,
+} from "./engine/types.js";
+import { createIdempotencyEngine } from "./engine.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
 import { fingerprint, fingerprintAsync } from "./fingerprint.js";
 import { httpStatusOf } from "./http-status.js";

@@ -7,7 +7,6 @@
 export type {
   AtomicModeOptions,
   Execution,
-  IdempotencyEngine,
   IdempotencyEngineOptions,
   IdempotencyEvent,
   IdempotentRequest,
@@ -15,8 +14,10 @@ export type {
   ModeOptions,
   RunResult,
   Settlement,
-} from "./engine.js";
-export { createIdempotencyEngine, IdempotencyEventType, IdempotencyMode } from "./engine.js";
+} from "./engine/types.js";
+export { IdempotencyEventType, IdempotencyMode } from "./engine/types.js";
+export type { IdempotencyEngine } from "./engine.js";
+export { createIdempotencyEngine } from "./engine.js";
 export type { IdempotencyErrorOptions } from "./errors.js";
 export {
   IdempotencyError,

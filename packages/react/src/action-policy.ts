@@ -14,8 +14,8 @@ export interface PressContext {
   inFlight: { fingerprint: string | undefined } | undefined;
   /** This form's action still waiting to be sent from TanStack Query's cache (restored after a reload), if any. */
   waiting: Action | undefined;
-  /** The action the form keeps (in storage), if any. */
-  kept: Action | undefined;
+  /** Reads the action the form keeps (in storage), if any: only a press that sends needs it. */
+  kept: () => Action | undefined;
 }
 
 /** What the press does: join the action in flight, be refused (another input), or start (or continue) `action`. */
@@ -28,7 +28,7 @@ export function press({ inputFingerprint, inFlight, waiting, kept }: PressContex
   // A restored mutation still waiting to send this form's action is in flight too: the same input goes with its
   // key (the server runs it once), another is refused.
   if (waiting && !same(waiting.fingerprint)) return { does: "refuse" };
-  const continued = continuedAction(kept, inputFingerprint);
+  const continued = continuedAction(kept(), inputFingerprint);
   return { does: "send", action: continued ?? { key: newKey(), fingerprint: inputFingerprint ?? "" } };
 }
 

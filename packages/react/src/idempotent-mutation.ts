@@ -22,13 +22,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { DEFAULT_TAB_WAIT_MS, sendAcrossTabs } from "./across-tabs.js";
 import { press } from "./action-policy.js";
 import { IDLE, nextProgress, type Progress } from "./action-progress.js";
-import {
-  type FormCache,
-  forgetFoundInCache,
-  type IdempotentMutationResult,
-  settleInCache,
-  shapeResult,
-} from "./action-result.js";
+import { type FormCache, type IdempotentMutationResult, shapeResult } from "./action-result.js";
 import {
   type Action,
   actionFingerprint,
@@ -187,20 +181,13 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
     },
     [store],
   );
-  const settleFound = useCallback((foundKey: string, data: unknown) => {
-    if (cacheRef.current) settleInCache(cacheRef.current, foundKey, data);
-  }, []);
-  const unsettleFound = useCallback(() => {
-    if (cacheRef.current) forgetFoundInCache(cacheRef.current);
-  }, []);
   const { reconcile, found, checking, forget } = useOutcomeReconciliation({
     path,
     store,
     action,
     running,
     markSucceeded,
-    settleFound,
-    unsettleFound,
+    cache: cacheRef,
     lookup,
     lookupMaxRunningMs,
   });
@@ -362,7 +349,7 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
           inputFingerprint,
           inFlight: running.current,
           waiting: restoredAction && waitingWith(restoredAction.key, "pending").length > 0 ? restoredAction : undefined,
-          kept: store.read(),
+          kept: () => store.read(),
         },
         newIdempotencyKey,
       );

@@ -6,6 +6,7 @@
  */
 import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 import { type RefObject, useCallback, useEffect, useRef, useState } from "react";
+import { type FormCache, forgetFoundInCache, settleInCache } from "./action-result.js";
 import type { Action, ActionStore } from "./action-store.js";
 import { type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
 
@@ -18,10 +19,8 @@ export interface ReconciliationOptions {
   /** The run in flight, if any: nothing is asked while one runs. */
   running: RefObject<unknown>;
   markSucceeded: (succeeded: Action) => void;
-  /** Puts a completed action's answer where the hook shows it from. */
-  settleFound: (key: string, data: unknown) => void;
-  /** Takes it back out, once the form forgets the action. */
-  unsettleFound: () => void;
+  /** Where a completed action's answer is settled for the hook to show (known once the hook has rendered). */
+  cache: RefObject<FormCache | undefined>;
   lookup: OutcomeLookup | undefined;
   lookupMaxRunningMs: number;
 }
@@ -42,8 +41,7 @@ export function useOutcomeReconciliation({
   action,
   running,
   markSucceeded,
-  settleFound,
-  unsettleFound,
+  cache,
   lookup,
   lookupMaxRunningMs,
 }: ReconciliationOptions) {
@@ -88,7 +86,7 @@ export function useOutcomeReconciliation({
         }
         if (outcome.state === "completed") {
           markSucceeded(current);
-          settleFound(current.key, outcome.data);
+          if (cache.current) settleInCache(cache.current, current.key, outcome.data);
         }
         setFound({ key: current.key, outcome });
       }).finally(() => {
@@ -98,15 +96,15 @@ export function useOutcomeReconciliation({
       });
       return { abort, settled: () => done };
     },
-    [path, store, markSucceeded, settleFound, action, running],
+    [path, store, markSucceeded, cache, action, running],
   );
 
   /** Stops asking, and forgets what was found: a new action, or one abandoned with reset(). */
   const forget = useCallback(() => {
     lookingUp.current?.abort();
     setFound(undefined);
-    unsettleFound();
-  }, [unsettleFound]);
+    if (cache.current) forgetFoundInCache(cache.current);
+  }, [cache]);
 
   return { reconcile, found, checking, forget };
 }

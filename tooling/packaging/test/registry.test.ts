@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { announcementsOf } from "@idemkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const execute = promisify(execFile);
@@ -78,19 +79,19 @@ beforeAll(async () => {
       "",
     ].join("\n"),
   );
-  registry = spawn(
+  const verdaccio = spawn(
     process.execPath,
     [VERDACCIO, "--config", join(temp, "config.yaml"), "--listen", `127.0.0.1:${port}`],
-    {
-      stdio: "ignore",
-    },
+    { stdio: ["ignore", "pipe", "ignore"] },
   );
-  for (let attempt = 0; ; attempt++) {
-    const ping = await fetch(`${url}-/ping`).catch(() => undefined);
-    if (ping?.ok) break;
-    if (attempt > 300) throw new Error("verdaccio did not start");
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  registry = verdaccio;
+  // Verdaccio says where it listens once it does (its log, at the warn level the config keeps).
+  const listening = announcementsOf(verdaccio)("warn --- http address -");
+  const exited = new Promise<never>((_, reject) => {
+    verdaccio.once("exit", (code) => reject(new Error(`verdaccio exited (${code}) before it listened`)));
+  });
+  await Promise.race([listening, exited]);
+  exited.catch(() => {});
   // The login `npm adduser` makes: a user on the registry, and its token.
   const login = await fetch(`${url}-/user/org.couchdb.user:release`, {
     method: "PUT",

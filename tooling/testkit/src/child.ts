@@ -14,13 +14,11 @@ export interface ScriptProcess {
   kill(): Promise<void>;
 }
 
-/** Starts `script` with `env` on top of this process's environment. */
-export function spawnScript(script: URL, env: Record<string, string | undefined>): ScriptProcess {
-  const child = spawn(process.execPath, ["--conditions=@idemkit/source", "--import", "tsx", fileURLToPath(script)], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+/**
+ * What a child process announces on its stdout: `next(prefix)` resolves with the rest of the next line it prints
+ * that starts with `prefix` and a space, so a test waits for the moment itself rather than for a while.
+ */
+export function announcementsOf(child: ChildProcess): (prefix: string) => Promise<string> {
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const waiting: Array<{ prefix: string; resolve: (rest: string) => void }> = [];
   lines.on("line", (line) => {
@@ -29,9 +27,19 @@ export function spawnScript(script: URL, env: Record<string, string | undefined>
     const [waiter] = waiting.splice(index, 1);
     waiter?.resolve(line.slice(waiter.prefix.length + 1));
   });
+  return (prefix) => new Promise<string>((resolve) => waiting.push({ prefix, resolve }));
+}
+
+/** Starts `script` with `env` on top of this process's environment. */
+export function spawnScript(script: URL, env: Record<string, string | undefined>): ScriptProcess {
+  const child = spawn(process.execPath, ["--conditions=@idemkit/source", "--import", "tsx", fileURLToPath(script)], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   return {
     process: child,
-    next: (prefix) => new Promise<string>((resolve) => waiting.push({ prefix, resolve })),
+    next: announcementsOf(child),
     async kill() {
       child.kill("SIGKILL");
       await exited;

@@ -1,7 +1,7 @@
 import "./provided.js";
 
 export type { ScriptProcess } from "./child.js";
-export { spawnScript } from "./child.js";
+export { announcementsOf, spawnScript } from "./child.js";
 export type {
   NodePostgresDatabase,
   OpenedDatabase,

@@ -15,6 +15,8 @@ export interface FaultPlan {
 }
 
 const plans = new Map<string, Required<FaultPlan>>();
+/** Request bodies the handler is reading now: for a test to act while one is held, not after a guessed while. */
+let bodiesBeingRead = 0;
 
 export const faultsEnabled = env.faults;
 
@@ -22,6 +24,22 @@ export const faultsEnabled = env.faults;
 export function armFaults(userId: string, plan: FaultPlan): void {
   if (!faultsEnabled) return;
   plans.set(userId, { failBeforeCommit: plan.failBeforeCommit ?? 0, slowMs: plan.slowMs ?? 0 });
+}
+
+/** What a test can see of the process: how many request bodies are being read now. */
+export function faultState(): { bodiesBeingRead: number } {
+  return { bodiesBeingRead };
+}
+
+/** Counts `reading`, a request body being read, while it lasts; only with faults on. */
+export async function countedWhileReading<T>(reading: Promise<T>): Promise<T> {
+  if (!faultsEnabled) return reading;
+  bodiesBeingRead++;
+  try {
+    return await reading;
+  } finally {
+    bodiesBeingRead--;
+  }
 }
 
 /** Called by placeOrder after its writes: waits and/or fails as armed; does nothing when faults are off. */

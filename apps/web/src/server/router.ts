@@ -12,7 +12,7 @@ import { z } from "zod";
 import { type BodyOutcome, readBody } from "./body";
 import { ORDER_PLACED, type OrderPlaced, outbox } from "./confirmations";
 import type { Database } from "./database";
-import { beforeCommit } from "./faults";
+import { beforeCommit, countedWhileReading } from "./faults";
 import { confirmations, orderLines, orders, payments } from "./schema";
 import { userFromCookies } from "./user";
 
@@ -233,7 +233,7 @@ const UNREAD: Record<Exclude<BodyOutcome["kind"], "read">, { status: number; cod
 /** A Fetch handler serving `router` at `/api/trpc`, the user taken from the `uid` cookie. */
 export function createHandler(router: AnyTRPCRouter, { bodyTimeoutMs = BODY_TIMEOUT_MS, stop }: HandlerOptions = {}) {
   return async (req: Request) => {
-    const body = await readBody(req, { maxBytes: MAX_BODY_BYTES, timeoutMs: bodyTimeoutMs, stop });
+    const body = await countedWhileReading(readBody(req, { maxBytes: MAX_BODY_BYTES, timeoutMs: bodyTimeoutMs, stop }));
     if (body.kind !== "read") {
       const { status, code, message } = UNREAD[body.kind];
       const headers: HeadersInit = status === 503 ? { "retry-after": "1" } : {};

@@ -1,12 +1,20 @@
-/** Arms fault switches for the calling user (see src/server/faults.ts). Answers 404 unless IDEMKIT_FAULTS=1. */
+/**
+ * Arms fault switches for the calling user (POST), and says what a test can see of the process (GET): see
+ * src/server/faults.ts. Answers 404 unless IDEMKIT_FAULTS=1.
+ */
 import { z } from "zod";
-import { armFaults, faultsEnabled } from "@/server/faults";
+import { armFaults, faultState, faultsEnabled } from "@/server/faults";
 import { userFromCookies } from "@/server/user";
 
 const plan = z.object({
   failBeforeCommit: z.number().int().min(0).max(10).optional(),
   slowMs: z.number().int().min(0).max(30_000).optional(),
 });
+
+export function GET(): Response {
+  if (!faultsEnabled) return new Response("Not found", { status: 404 });
+  return Response.json(faultState());
+}
 
 export async function POST(req: Request): Promise<Response> {
   if (!faultsEnabled) return new Response("Not found", { status: 404 });
