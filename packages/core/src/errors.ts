@@ -110,3 +110,29 @@ export class ProcedureTransactionError extends Error {
 export function isProcedureTransactionError(value: unknown): value is ProcedureTransactionError {
   return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[PROCEDURE_BRAND] === true;
 }
+
+const BYPASS_BRAND = Symbol.for("idemkit.TransactionBypassError");
+
+/**
+ * A statement a protected procedure sent through the database itself while its idempotent transaction holds the
+ * only connection: it would wait for ever, so a store refuses it at once. The driver (or Drizzle, which wraps what
+ * the driver throws) may hand it on as the cause of its own error; adapters answer with this one's message, which
+ * names the fix.
+ */
+export class TransactionBypassError extends Error {
+  override readonly name = "TransactionBypassError";
+
+  constructor(message: string) {
+    super(message);
+    Object.defineProperty(this, BYPASS_BRAND, { value: true });
+  }
+}
+
+/** The {@link TransactionBypassError} that `error` is or was caused by, even one built by another copy. */
+export function transactionBypassIn(error: unknown): TransactionBypassError | undefined {
+  for (let current = error; typeof current === "object" && current !== null; ) {
+    if ((current as Record<symbol, unknown>)[BYPASS_BRAND] === true) return current as TransactionBypassError;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

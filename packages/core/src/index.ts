@@ -26,6 +26,8 @@ export {
   isProcedureTransactionError,
   isRetryableCode,
   ProcedureTransactionError,
+  TransactionBypassError,
+  transactionBypassIn,
 } from "./errors.js";
 export type { FetchCommonOptions, FetchHandler, FetchIdempotency, FetchIdempotencyOptions } from "./fetch.js";
 export { withIdempotency } from "./fetch.js";

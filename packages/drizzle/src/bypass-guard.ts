@@ -14,53 +14,72 @@
  * database meanwhile are never mistaken for it.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { entityKind } from "drizzle-orm";
-
-/** What the guard needs of a Drizzle database: its session, which every statement goes through. */
-interface GuardedDatabase {
-  readonly _: { readonly session: object };
-}
+import { TransactionBypassError } from "@idemkit/core";
 
 /** One idempotent transaction while its procedure runs. */
 interface OpenTransaction {
-  /** What a bypass goes through: the PGlite client, or else the session of the store's database. */
-  readonly connection: object;
+  /** The driver's client a bypass goes through: the one the store's database was made with. */
+  readonly client: object;
   /** The protected procedure, for messages; known once its key is claimed. */
   path: string | undefined;
   open: boolean;
 }
 
 const current = new AsyncLocalStorage<OpenTransaction>();
-/** Objects whose methods already check for bypasses, so two stores on one database wrap them once. */
+/** Clients whose methods already check for bypasses, so two stores on one database wrap them once. */
 const watched = new WeakSet<object>();
 /** Procedures already warned about, once each per process. */
 const warnedPaths = new Set<string>();
 
 export interface BypassGuard {
-  /** Runs a procedure's work with statements that bypass `transaction` checked until the work settles. */
-  within<T>(transaction: GuardedDatabase, work: () => Promise<T>): Promise<T>;
+  /** Runs a procedure's work with statements that bypass its transaction checked until the work settles. */
+  within<T>(work: () => Promise<T>): Promise<T>;
   /** Names the procedure whose transaction is open in this async context, for the messages. */
   name(path: string): void;
 }
 
 /**
- * A guard for the database `db`, or undefined when there is nothing to guard: a pool in production (no warning
- * to give).
+ * The driver's client behind a Drizzle database (`db.$client`), as the guard tells drivers apart: by the public
+ * methods each one has, and through which Drizzle sends every statement and transaction of the database.
  */
-export function bypassGuard(db: GuardedDatabase): BypassGuard | undefined {
-  const { session } = db._;
-  const pglite = pgliteClientOf(session);
-  const oneConnection = pglite !== undefined || isPoolOfOne(session);
+type Client =
+  | { kind: "pglite"; methods: string[] }
+  | { kind: "postgres.js"; methods: string[]; max: unknown }
+  | { kind: "node-postgres pool"; methods: string[]; max: unknown };
+
+function clientOf(db: object): { client: object; described: Client } | undefined {
+  const client = (db as { $client?: unknown }).$client;
+  if ((typeof client !== "object" && typeof client !== "function") || client === null) return undefined;
+  const has = (name: string) => typeof (client as Record<string, unknown>)[name] === "function";
+  const options = (client as { options?: { max?: unknown } }).options;
+  if (has("exec") && has("query") && has("transaction")) {
+    return { client, described: { kind: "pglite", methods: ["query", "exec", "transaction"] } };
+  }
+  if (has("unsafe") && has("begin")) {
+    return { client, described: { kind: "postgres.js", methods: ["unsafe", "begin"], max: options?.max } };
+  }
+  // A node-postgres Pool keeps counts of its clients; a single Client has none, and runs a transaction on the very
+  // connection every other statement of the database uses, so nothing can bypass it there.
+  if (has("query") && has("connect") && "totalCount" in client) {
+    return { client, described: { kind: "node-postgres pool", methods: ["query", "connect"], max: options?.max } };
+  }
+  return undefined;
+}
+
+/**
+ * A guard for the database `db`, or undefined when there is nothing to guard: a pool in production (no warning to
+ * give), node-postgres's single Client (nothing can bypass), or a driver it does not know.
+ */
+export function bypassGuard(db: object): BypassGuard | undefined {
+  const found = clientOf(db);
+  if (!found) return undefined;
+  const { client, described } = found;
+  const oneConnection = described.kind === "pglite" || ("max" in described && described.max === 1);
   if (!oneConnection && globalThis.process?.env?.NODE_ENV === "production") return undefined;
-  const connection = pglite ?? session;
-  watch(session, { sync: ["prepareQuery"], async: ["transaction"] }, connection, oneConnection);
-  if (pglite) watch(pglite, { sync: [], async: ["query", "exec", "transaction"] }, connection, true);
+  watch(client, described.methods, oneConnection);
   return {
-    async within(transaction, work) {
-      // node-postgres on a single Client runs the transaction on the database's own session and connection:
-      // every statement is inside the transaction, so nothing can bypass it.
-      if (transaction._.session === session) return work();
-      const opened: OpenTransaction = { connection, path: undefined, open: true };
+    async within(work) {
+      const opened: OpenTransaction = { client, path: undefined, open: true };
       try {
         return await current.run(opened, work);
       } finally {
@@ -74,28 +93,24 @@ export function bypassGuard(db: GuardedDatabase): BypassGuard | undefined {
   };
 }
 
-/** Makes the named methods of `target` check whether they were called from inside an idempotent procedure. */
-function watch(
-  target: object,
-  methods: { sync: string[]; async: string[] },
-  connection: object,
-  oneConnection: boolean,
-): void {
-  if (watched.has(target)) return;
-  watched.add(target);
-  const callable = target as Record<string, unknown>;
-  for (const name of [...methods.sync, ...methods.async]) {
-    const original = callable[name];
-    if (typeof original !== "function") continue;
-    const returnsPromise = methods.async.includes(name);
+/**
+ * Makes the named methods of `client` check whether they were called from inside an idempotent procedure. They are
+ * the driver's public methods, wrapped where they are: Drizzle offers no hook that sees a statement before it is
+ * sent, and its sessions are not public.
+ */
+function watch(client: object, methods: string[], oneConnection: boolean): void {
+  if (watched.has(client)) return;
+  watched.add(client);
+  const callable = client as Record<string, unknown>;
+  for (const name of methods) {
+    const original = callable[name] as (...args: unknown[]) => unknown;
     callable[name] = function checked(this: unknown, ...args: unknown[]) {
       const opened = current.getStore();
-      if (opened?.open && opened.connection === connection) {
+      if (opened?.open && opened.client === client) {
         const refusal = bypassed(opened.path ?? "A protected procedure", oneConnection);
-        if (refusal) {
-          if (returnsPromise) return Promise.reject(refusal);
-          throw refusal;
-        }
+        // Thrown where it is called, not as a rejection: postgres.js's `unsafe` hands back a query that Drizzle
+        // chains (`.values()`) before awaiting it, and Drizzle calls every one of these from an async function.
+        if (refusal) throw refusal;
       }
       return original.apply(this, args);
     };
@@ -108,7 +123,7 @@ function bypassed(path: string, oneConnection: boolean): Error | undefined {
     "Write through the transaction the middleware hands over: ctx.idempotency.tx, or name your context's " +
     'database in idempotency({ dbKey: "db" }) so that ctx.db is that transaction.';
   if (oneConnection) {
-    return new Error(
+    return new TransactionBypassError(
       `idemkit: ${path} sent a statement through the database itself while its idempotent transaction holds ` +
         `the only connection, so it would wait forever. ${fix}`,
     );
@@ -121,16 +136,4 @@ function bypassed(path: string, oneConnection: boolean): Error | undefined {
     );
   }
   return undefined;
-}
-
-/** The PGlite instance behind a Drizzle PGlite session: one connection by nature. */
-function pgliteClientOf(session: object): object | undefined {
-  const kind = (session.constructor as { [entityKind]?: string })[entityKind];
-  return kind === "PgliteSession" ? (session as { client: object }).client : undefined;
-}
-
-/** A postgres.js or node-postgres pool sized to one connection. */
-function isPoolOfOne(session: object): boolean {
-  const client = (session as { client?: { options?: { max?: unknown } } }).client;
-  return client?.options?.max === 1;
 }

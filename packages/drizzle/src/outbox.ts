@@ -197,32 +197,36 @@ export function outboxStatements(table: string) {
      */
     ENQUEUE: {
       name: "idemkit_outbox_enqueue",
-      text: `with inserted as (
-        insert into ${table} (topic, key, payload, available_at, created_at)
-        values ($1::text, $2::text, $3::text, ${clock("$4")}, ${clock("$4")})
-        on conflict (key) do nothing returning id
-      )
-      select (select id from inserted) as id,
+      steps: {
+        inserted: `insert into ${table} (topic, key, payload, available_at, created_at)
+          values ($1::text, $2::text, $3::text, ${clock("$4")}, ${clock("$4")})
+          on conflict (key) do nothing returning id`,
+      },
+      text: `select (select id from inserted) as id,
              (select topic from ${table} where key = $2::text and not exists (select 1 from inserted)) as existing_topic`,
+      columns: ["id", "existing_topic"],
     },
     /** $1 key. The topic of the event that has it. */
     TOPIC_OF: {
       name: "idemkit_outbox_topic_of",
       text: `select topic from ${table} where key = $1::text`,
+      columns: ["topic"],
     },
     /**
      * $1 now, $2 max attempts. Due events that were claimed that many times and never marked: dead, and returned.
      */
     EXHAUSTED: {
       name: "idemkit_outbox_exhausted",
-      text: `with exhausted as (
-        select id from ${table} where state = 'pending' and available_at <= ${clock("$1")} and attempts >= $2::int
-        for update skip locked
-      )
-      update ${table} as event set state = 'dead',
+      steps: {
+        exhausted: `select id from ${table}
+          where state = 'pending' and available_at <= ${clock("$1")} and attempts >= $2::int
+          for update skip locked`,
+      },
+      text: `update ${table} as event set state = 'dead',
         last_error = 'Claimed ' || event.attempts || ' times and never marked: each relay that took it died or hung.'
       from exhausted where event.id = exhausted.id
       returning event.id, event.topic, event.key, event.attempts, event.last_error`,
+      columns: ["id", "topic", "key", "attempts", "last_error"],
     },
     /**
      * $1 now, $2 batch size, $3 lease ms, $4 max attempts. Takes the due events, oldest first, skipping those
@@ -231,13 +235,15 @@ export function outboxStatements(table: string) {
      */
     CLAIM: {
       name: "idemkit_outbox_claim",
-      text: `with due as (
-        select id from ${table} where state = 'pending' and available_at <= ${clock("$1")} and attempts < $4::int
-        order by available_at, id limit $2::int for update skip locked
-      )
-      update ${table} as event set attempts = event.attempts + 1, available_at = ${clock("$1")} + $3::float8 * interval '1 millisecond'
+      steps: {
+        due: `select id from ${table}
+          where state = 'pending' and available_at <= ${clock("$1")} and attempts < $4::int
+          order by available_at, id limit $2::int for update skip locked`,
+      },
+      text: `update ${table} as event set attempts = event.attempts + 1, available_at = ${clock("$1")} + $3::float8 * interval '1 millisecond'
       from due where event.id = due.id
       returning event.id, event.topic, event.key, event.payload, event.attempts`,
+      columns: ["id", "topic", "key", "payload", "attempts"],
     },
     /**
      * $1 ids, $2 the attempts they were claimed at, $3 now. Gives back events a relay claimed and did not hand to
@@ -247,13 +253,16 @@ export function outboxStatements(table: string) {
       name: "idemkit_outbox_give_back",
       text: `update ${table} as event set attempts = event.attempts - 1, available_at = ${clock("$3")}
       from unnest($1::bigint[], $2::int[]) as given(id, attempt)
-      where event.id = given.id and event.attempts = given.attempt and event.state = 'pending'`,
+      where event.id = given.id and event.attempts = given.attempt and event.state = 'pending'
+      returning event.id`,
+      columns: ["id"],
     },
     /** $1 id, $2 the attempt that published it, $3 now. */
     PUBLISHED: {
       name: "idemkit_outbox_published",
       text: `update ${table} set state = 'published', published_at = ${clock("$3")}, last_error = null
       where id = $1::bigint and attempts = $2::int and state = 'pending' returning id`,
+      columns: ["id"],
     },
     /** $1 id, $2 the attempt that failed, $3 now, $4 max attempts, $5 the error, $6 the pause before the next, ms. */
     FAILED: {
@@ -263,20 +272,24 @@ export function outboxStatements(table: string) {
           available_at = ${clock("$3")} + $6::float8 * interval '1 millisecond',
           last_error = $5::text
       where id = $1::bigint and attempts = $2::int and state = 'pending' returning state`,
+      columns: ["state"],
     },
     /** $1 now, $2 the ids, or null for every dead event. */
     RETRY_DEAD: {
       name: "idemkit_outbox_retry_dead",
       text: `update ${table} set state = 'pending', attempts = 0, available_at = ${clock("$1")}, last_error = null
       where state = 'dead' and ($2::bigint[] is null or id = any($2::bigint[])) returning id`,
+      columns: ["id"],
     },
     /** $1 published before (ms), $2 batch size. */
     PURGE: {
       name: "idemkit_outbox_purge",
-      text: `with doomed as (
-        select id from ${table} where state = 'published' and published_at < ${at("$1")} limit $2::int
-      ), deleted as (delete from ${table} as event using doomed where event.id = doomed.id returning 1)
-      select count(*)::int as deleted from deleted`,
+      steps: {
+        doomed: `select id from ${table} where state = 'published' and published_at < ${at("$1")} limit $2::int`,
+        deleted: `delete from ${table} as event using doomed where event.id = doomed.id returning 1`,
+      },
+      text: "select count(*)::int as deleted from deleted",
+      columns: ["deleted"],
     },
   };
   return namedFor(statements, table, "outbox_events");

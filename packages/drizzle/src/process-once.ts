@@ -106,31 +106,36 @@ function processedStatements(table: string) {
        */
       MARK: {
         name: "idemkit_processed_mark",
-        text: `with previous as materialized (
-        select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $4::text, true)
-      ), marked as (
-        insert into ${table} (consumer, event_id, processed_at)
-        select $1::text, $2::text, coalesce(to_timestamp($3::float8 / 1000), statement_timestamp()) from previous
-        on conflict do nothing returning 1
-      )
-      select exists (select 1 from marked) as first, set_config('lock_timeout', previous.lock_timeout, true) as restored
-      from previous`,
+        steps: {
+          previous:
+            "select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $4::text, true)",
+          marked: `insert into ${table} (consumer, event_id, processed_at)
+            select $1::text, $2::text, coalesce(to_timestamp($3::float8 / 1000), statement_timestamp()) from previous
+            on conflict do nothing returning 1`,
+        },
+        text: `select exists (select 1 from marked) as first,
+          set_config('lock_timeout', previous.lock_timeout, true) as restored
+        from previous`,
+        columns: ["first", "restored"],
       },
       /** $1 consumer, $2 event id: fails when the transaction was aborted. */
       CHECK: {
         name: "idemkit_processed_check",
-        text: `select 1 from ${table} where consumer = $1::text and event_id = $2::text`,
+        text: `select 1 as found from ${table} where consumer = $1::text and event_id = $2::text`,
+        columns: ["found"],
       },
       /** $1 before (ms), $2 batch size. */
       PURGE: {
         name: "idemkit_processed_purge",
-        text: `with doomed as (
-        select consumer, event_id from ${table} where processed_at < to_timestamp($1::float8 / 1000) limit $2::int
-      ), deleted as (
-        delete from ${table} as t using doomed where t.consumer = doomed.consumer and t.event_id = doomed.event_id
-        returning 1
-      )
-      select count(*)::int as deleted from deleted`,
+        steps: {
+          doomed: `select consumer, event_id from ${table}
+            where processed_at < to_timestamp($1::float8 / 1000) limit $2::int`,
+          deleted: `delete from ${table} as t using doomed
+            where t.consumer = doomed.consumer and t.event_id = doomed.event_id
+            returning 1`,
+        },
+        text: "select count(*)::int as deleted from deleted",
+        columns: ["deleted"],
       },
     },
     table,

@@ -8,6 +8,15 @@ import { sha256Hex } from "@idemkit/core/internal";
 import { namedFor, type Row } from "./statements.js";
 
 /** Columns of a record, times as epoch milliseconds. */
+const RECORD_COLUMN_NAMES = [
+  "state",
+  "fingerprint",
+  "fence",
+  "lease_expires_ms",
+  "expires_ms",
+  "response_status",
+  "response_body",
+] as const;
 const RECORD_COLUMNS = `state, fingerprint, fence,
   (extract(epoch from lease_expires_at) * 1000)::float8 as lease_expires_ms,
   (extract(epoch from expires_at) * 1000)::float8 as expires_ms,
@@ -42,23 +51,21 @@ export function statementsFor(table: string) {
      */
     CLAIM: {
       name: "idemkit_claim",
-      text: `with previous as materialized (
-        select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true),
-               (not $8::bool or pg_try_advisory_xact_lock(${lock})) as free
-      ), inserted as (
-        insert into ${table} (scope, path, key, fingerprint, state, lease_expires_at, expires_at)
-        select $1::text, $2::text, $3::text, $4::text, 'in_progress',
-               to_timestamp($5::float8 / 1000), to_timestamp($6::float8 / 1000)
-        from previous where previous.free
-        on conflict (scope, path, key) do nothing
-        returning fence
-      ), existing as (
-        select ${RECORD_COLUMNS} from ${table}
-        where ${KEY_MATCH} and not exists (select 1 from inserted)
-      )
-      select (select fence from inserted) as claimed_fence, previous.free, existing.*,
+      steps: {
+        previous: `select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true),
+          (not $8::bool or pg_try_advisory_xact_lock(${lock})) as free`,
+        inserted: `insert into ${table} (scope, path, key, fingerprint, state, lease_expires_at, expires_at)
+          select $1::text, $2::text, $3::text, $4::text, 'in_progress',
+                 to_timestamp($5::float8 / 1000), to_timestamp($6::float8 / 1000)
+          from previous where previous.free
+          on conflict (scope, path, key) do nothing
+          returning fence`,
+        existing: `select ${RECORD_COLUMNS} from ${table} where ${KEY_MATCH} and not exists (select 1 from inserted)`,
+      },
+      text: `select (select fence from inserted) as claimed_fence, previous.free, existing.*,
              set_config('lock_timeout', previous.lock_timeout, true) as restored
       from previous left join existing on true`,
+      columns: ["claimed_fence", "free", ...RECORD_COLUMN_NAMES, "restored"],
     },
 
     /**
@@ -70,18 +77,13 @@ export function statementsFor(table: string) {
       name: "idemkit_peek",
       text: `select not pg_try_advisory_xact_lock_shared(${lock}) as running, record.*
       from (select 1) as one left join (select ${RECORD_COLUMNS} from ${table} where ${KEY_MATCH}) as record on true`,
+      columns: ["running", ...RECORD_COLUMN_NAMES],
     },
-
-    /**
-     * Set right after the claim, inside the claiming transaction: undoing the procedure's writes (an error answer)
-     * rolls back to here, which keeps the claim. Prepared like the rest: a plain `execute` costs more client CPU.
-     */
-    SAVEPOINT: { name: "idemkit_savepoint", text: "savepoint idemkit_claim" },
-    UNDO: { name: "idemkit_undo", text: "rollback to savepoint idemkit_claim" },
 
     GET: {
       name: "idemkit_get",
       text: `select ${RECORD_COLUMNS} from ${table} where ${KEY_MATCH}`,
+      columns: RECORD_COLUMN_NAMES,
     },
 
     /**
@@ -91,18 +93,18 @@ export function statementsFor(table: string) {
      */
     REPLACE: {
       name: "idemkit_replace",
-      text: `with previous as materialized (
-        select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)
-      ), replaced as (
-        update ${table}
-        set fingerprint = $4::text, state = 'in_progress', fence = default,
-            lease_expires_at = to_timestamp($5::float8 / 1000), expires_at = to_timestamp($6::float8 / 1000),
-            response_status = null, response_body = null, created_at = now()
-        where ${KEY_MATCH} and fence = $8::bigint and exists (select 1 from previous)
-        returning fence
-      )
-      select replaced.fence, set_config('lock_timeout', previous.lock_timeout, true) as restored
+      steps: {
+        previous: "select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true)",
+        replaced: `update ${table}
+          set fingerprint = $4::text, state = 'in_progress', fence = default,
+              lease_expires_at = to_timestamp($5::float8 / 1000), expires_at = to_timestamp($6::float8 / 1000),
+              response_status = null, response_body = null, created_at = now()
+          where ${KEY_MATCH} and fence = $8::bigint and exists (select 1 from previous)
+          returning fence`,
+      },
+      text: `select replaced.fence, set_config('lock_timeout', previous.lock_timeout, true) as restored
       from previous left join replaced on true`,
+      columns: ["fence", "restored"],
     },
 
     /** $4 expiry, $5 status, $6 body, $7 fence. */
@@ -113,12 +115,14 @@ export function statementsFor(table: string) {
           response_status = $5::int, response_body = $6::text
       where ${KEY_MATCH} and fence = $7::bigint and state = 'in_progress'
       returning 1 as done`,
+      columns: ["done"],
     },
 
     /** $4 fence. */
     RELEASE: {
       name: "idemkit_release",
       text: `delete from ${table} where ${KEY_MATCH} and fence = $4::bigint and state = 'in_progress' returning 1 as done`,
+      columns: ["done"],
     },
 
     /** $4 fence, $5 the new lease end. */
@@ -126,27 +130,35 @@ export function statementsFor(table: string) {
       name: "idemkit_renew",
       text: `update ${table} set lease_expires_at = to_timestamp($5::float8 / 1000)
       where ${KEY_MATCH} and fence = $4::bigint and state = 'in_progress' returning 1 as done`,
+      columns: ["done"],
     },
 
     /** $1 now, $2 batch size. SKIP LOCKED: purge never waits on (or blocks) a request that holds a row. */
     PURGE: {
       name: "idemkit_purge",
-      text: `with doomed as (
-        select scope, path, key from ${table}
-        where expires_at <= to_timestamp($1::float8 / 1000)
-          and (state = 'completed' or lease_expires_at <= to_timestamp($1::float8 / 1000))
-        limit $2::int
-        for update skip locked
-      ), deleted as (
-        delete from ${table} as t using doomed
-        where t.scope = doomed.scope and t.path = doomed.path and t.key = doomed.key
-        returning 1
-      )
-      select count(*)::int as deleted from deleted`,
+      steps: {
+        doomed: `select scope, path, key from ${table}
+          where expires_at <= to_timestamp($1::float8 / 1000)
+            and (state = 'completed' or lease_expires_at <= to_timestamp($1::float8 / 1000))
+          limit $2::int
+          for update skip locked`,
+        deleted: `delete from ${table} as t using doomed
+          where t.scope = doomed.scope and t.path = doomed.path and t.key = doomed.key
+          returning 1`,
+      },
+      text: "select count(*)::int as deleted from deleted",
+      columns: ["deleted"],
     },
   };
   return namedFor(statements, table, "idempotency_keys");
 }
+
+/**
+ * Set right after the claim, inside the claiming transaction: undoing the procedure's writes (an error answer)
+ * rolls back to here, which keeps the claim.
+ */
+export const SAVEPOINT = "savepoint idemkit_claim";
+export const UNDO = "rollback to savepoint idemkit_claim";
 
 export function keyOf({ scope, path, key }: RecordId): unknown[] {
   return [scope, path, key];

@@ -1,24 +1,60 @@
 /**
- * How idemkit's tables are read and written: fixed SQL texts run as named prepared statements through a Drizzle
- * database's own session, the same on postgres.js, PGlite and node-postgres.
+ * How idemkit's tables are read and written: fixed SQL texts, each sent as one prepared statement through Drizzle's
+ * public query builder, the same on postgres.js, PGlite and node-postgres.
+ *
+ * Drizzle prepares a statement by name only through a query builder (`.prepare(name)`), and a select is the one
+ * builder that takes any SQL: as a common table expression. So each statement is carried by a select over its own
+ * steps, written as those expressions:
+ *
+ *   with "previous" as (…), "inserted" as (insert … returning …), "result" as (select … from previous …)
+ *   select "claimed_fence", … from "result"
+ *
+ * which PostgreSQL runs as the statement itself: a data-modifying step runs once, to completion, whether or not the
+ * result reads it, and a step that calls a volatile function (set_config, an advisory lock) is never folded into
+ * the select that reads it. Parameters are placeholders filled when the statement runs, so its text stays the same.
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
-import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import { getTableConfig, type PgTable } from "drizzle-orm/pg-core";
+import { type SQL, sql } from "drizzle-orm";
+import { getTableConfig, type PgTable, QueryBuilder } from "drizzle-orm/pg-core";
 import { databaseMessageOf, sqlStateOf } from "./driver-errors.js";
 
-// biome-ignore lint/suspicious/noExplicitAny: idemkit works with any schema the caller's database was built with
-export type AnyPgDatabase = PgDatabase<PgQueryResultHKT, any, any>;
+/**
+ * A Drizzle PostgreSQL database (postgres.js, PGlite, node-postgres, on drizzle-orm 0.41 to 1.0), as far as idemkit
+ * uses it: its public query builders and transactions. Described by shape, as Drizzle's own class for it is named
+ * differently across its versions.
+ */
+export interface AnyPgDatabase {
+  // biome-ignore lint/suspicious/noExplicitAny: the transaction type is the caller's own, read back by TransactionOf
+  transaction(work: (tx: any) => Promise<any>, config?: any): Promise<any>;
+  execute(query: SQL): PromiseLike<unknown>;
+  // biome-ignore lint/suspicious/noExplicitAny: Drizzle's builder types differ across its versions
+  update(table: any): any;
+}
 
 /** What runs a statement: a database or a transaction. */
-export type Executor = Pick<AnyPgDatabase, "_">;
+export type Executor = Pick<AnyPgDatabase, "execute">;
 export type Row = Record<string, unknown>;
 
-/** A statement: its SQL is fixed, so it is prepared once per connection under `name`. */
+/** What a statement is carried by: a select over Drizzle's common table expressions, on a database or transaction. */
+interface Carrier {
+  with(...steps: unknown[]): {
+    select(): { from(step: unknown): { prepare(name: string): { execute(values: Record<string, unknown>): unknown } } };
+  };
+}
+
+/**
+ * A statement: fixed texts with `$1`-style parameters, so it is prepared once per connection under `name` (on the
+ * drivers that prepare).
+ */
 export interface Statement {
   name: string;
+  /** The steps `text` reads, in order: each a select, or an insert, update or delete with `returning`. */
+  steps?: Record<string, string>;
+  /** What gives the rows back: a select (over the steps), or an insert, update or delete with `returning`. */
   text: string;
+  /** The columns of those rows. */
+  columns: readonly string[];
 }
 
 /** The table's name as SQL, schema-qualified when it has one, from the table's own config. */
@@ -48,23 +84,61 @@ export function dispatch<T>(query: PromiseLike<T>): Promise<T> {
   });
 }
 
-/**
- * Runs a statement as a named prepared statement: parsed and planned once per connection,
- * then one round trip each time. (`db.execute` would send it unprepared, which postgres.js answers in two round
- * trips: one to learn the parameter types, one to run.) postgres.js answers with an array of rows; PGlite and
- * node-postgres with `{ rows }`.
- */
-export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
-  const prepared = executor._.session.prepareQuery({ sql: statement.text, params }, undefined, statement.name, false);
-  const rows = dispatch(prepared.execute()).then(
-    (result: unknown) => (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[],
-  );
-  // Another library's SQL (sqlExecutor) fails as it is: its tables are not idemkit's to name.
-  return statement.name.startsWith(FOREIGN_STATEMENT) ? rows : rows.catch(explainMissingTables);
+/** `text` as Drizzle SQL, each `$n` a placeholder named `n`. */
+function withPlaceholders(text: string): SQL {
+  const parts = text.split(/\$(\d+)/);
+  return sql.join(parts.map((part, index) => (index % 2 === 0 ? sql.raw(part) : sql.placeholder(part))));
 }
 
-/** What sqlExecutor names the statements it runs for another library. */
-const FOREIGN_STATEMENT = "idemkit_sql_";
+/** Builds the expressions: they hold no database, only SQL, so each statement's are built once for every executor. */
+const expressions = new QueryBuilder();
+const carried = new WeakMap<Statement, { steps: unknown[]; result: unknown }>();
+
+function carrierOf(statement: Statement): { steps: unknown[]; result: unknown } {
+  let built = carried.get(statement);
+  if (!built) {
+    const steps = Object.entries(statement.steps ?? {}).map(([alias, text]) =>
+      expressions.$with(alias, {}).as(withPlaceholders(text)),
+    );
+    const columns = Object.fromEntries(statement.columns.map((column) => [column, sql.raw(column).as(column)]));
+    built = { steps, result: expressions.$with("result", columns).as(withPlaceholders(statement.text)) };
+    carried.set(statement, built);
+  }
+  return built;
+}
+
+/**
+ * Runs a statement as a named prepared statement: parsed and planned once per connection, then one round trip
+ * each time, on the drivers that prepare (drizzle-orm 0.45.4 and later on postgres.js; node-postgres), and one
+ * unnamed statement elsewhere.
+ */
+export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
+  const { steps, result } = carrierOf(statement);
+  const values: Record<string, unknown> = {};
+  params.forEach((value, index) => {
+    values[index + 1] = value;
+  });
+  const query = (executor as unknown as Carrier)
+    .with(...steps, result)
+    .select()
+    .from(result)
+    .prepare(statement.name)
+    .execute(values) as PromiseLike<Row[]>;
+  return dispatch(query).catch(explainMissingTables);
+}
+
+/**
+ * Runs a fixed text that returns no rows and cannot be a step (SAVEPOINT, ROLLBACK TO SAVEPOINT), unprepared. Sent
+ * at once, so it travels right behind the statement sent before it.
+ */
+export function command(executor: Executor, text: string): Promise<void> {
+  return dispatch(executor.execute(sql.raw(text))).then(() => {});
+}
+
+/** The rows of `execute`: postgres.js answers with an array of rows; PGlite and node-postgres with `{ rows }`. */
+export function rowsOfResult(result: unknown): Row[] {
+  return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[];
+}
 
 /**
  * A statement of idemkit's that PostgreSQL refused because its tables are missing or from an older version is an
@@ -133,16 +207,22 @@ export interface SqlExecutor {
 
 /**
  * Runs another library's SQL (positional `$1` parameters) in a Drizzle database or transaction, so what that library
- * writes commits or rolls back with the caller's own writes. Each text is prepared once per connection, under a name
- * made from its hash. Parameters are sent as node-postgres would send them, which such libraries are written for,
- * whatever driver the database is on: `undefined` as null (postgres.js would refuse it), a date as its ISO text and
- * a plain object as its JSON text (Drizzle's postgres.js session would pass both through unencoded).
+ * writes commits or rolls back with the caller's own writes. It goes through `execute`, unprepared: its text is not
+ * idemkit's, so it cannot be carried as a step (a statement with its own data-modifying WITH cannot be nested). Each
+ * `$n` is sent as a parameter of its own where it appears, with the same value. Parameters are sent as node-postgres
+ * would send them, which such libraries are written for, whatever driver the database is on: `undefined` as null
+ * (postgres.js would refuse it), a date as its ISO text and a plain object as its JSON text (Drizzle's postgres.js
+ * session would pass both through unencoded).
  */
 export function sqlExecutor(executor: Executor): SqlExecutor {
   return {
     async executeSql(text, values = []) {
-      const name = `${FOREIGN_STATEMENT}${sha256Hex(text).slice(0, 16)}`;
-      return { rows: await run(executor, { name, text }, values.map(asNodePostgresSends)) };
+      const sent = values.map(asNodePostgresSends);
+      const parts = text.split(/\$(\d+)/);
+      const query = sql.join(
+        parts.map((part, index) => (index % 2 === 0 ? sql.raw(part) : sql.param(sent[Number(part) - 1] ?? null))),
+      );
+      return { rows: rowsOfResult(await dispatch(executor.execute(query))) };
     },
   };
 }

@@ -2,40 +2,31 @@
  * Statements through an idempotent transaction after it is over. A procedure can outlive its transaction: the
  * engine stopped waiting for it (a deadline passed), or the driver gave the transaction up when its connection
  * died. If it then goes on writing through `tx`, the statements reach a connection that is no longer in that
- * transaction: node-postgres sends them behind its ROLLBACK and then on a pooled client, postgres.js on the
- * connection it has handed back to the pool. There they commit one by one, outside the transaction that was to
- * undo them, and a request answered "nothing was kept" would have kept something. So they are refused:
+ * transaction: node-postgres sends them behind its ROLLBACK and then on a pooled client (or on a single `Client`,
+ * outside any transaction), postgres.js on the connection it has handed back to the pool. There they commit one by
+ * one, outside the transaction that was to undo them, and a request answered "nothing was kept" would have kept
+ * something. So they are refused:
  *
- *   open ──callback ended──▶ closing: only the driver's own COMMIT or ROLLBACK ──driver settled──▶ closed: nothing
+ *   open ──callback ended, or the driver gave the transaction up──▶ closed: nothing goes through `tx`
  *
- * Savepoints (`tx.transaction`) are fenced the same way. node-postgres on a single `Client` runs its transaction on
- * the database's own session, shared with every other statement of the app, so nothing can be told apart there:
- * use a `Pool` (a single Client also mixes concurrent requests into one transaction).
+ * The procedure is handed the transaction behind a fence: a Proxy that passes everything through while the
+ * transaction is open, and that follows what it hands out (query builders, prepared queries, `tx.query`'s
+ * relational builders, savepoints through `tx.transaction`), so that a statement built while open and sent after is
+ * refused too. A statement is sent when it is awaited (`then`) or executed: that is where the fence is checked. The
+ * driver's own COMMIT or ROLLBACK goes through Drizzle's session, not through the fence.
  */
 
-/** What a fence needs of a Drizzle transaction: its session (every statement goes through it) and savepoints. */
-interface FencedTransaction {
-  readonly _: { readonly session: object };
-  transaction: unknown;
-}
-
-export interface TransactionFence {
-  /** The transaction's callback has ended: only the driver's own COMMIT or ROLLBACK may still go through. */
-  closing(): void;
-  /** The driver has ended the transaction: every statement through it is refused. */
+export interface TransactionFence<TTx extends object> {
+  /** What the procedure writes with: `tx`, refusing every statement once closed. */
+  readonly tx: TTx;
+  /** The transaction is over (its callback ended, or the driver gave it up): nothing more goes through. */
   close(): void;
 }
 
-/** What drizzle sends after the callback on drivers that end a transaction through its session (node-postgres). */
-const ENDINGS = new Set(["commit", "rollback"]);
-
-const UNFENCED: TransactionFence = { closing() {}, close() {} };
-
-/** Fences `tx`, a transaction opened on the database whose session is `databaseSession`. */
-export function fenceTransaction(tx: FencedTransaction, databaseSession: object): TransactionFence {
-  if (tx._.session === databaseSession) return UNFENCED;
-  let state: "open" | "closing" | "closed" = "open";
-  const patchedSessions = new WeakSet<object>();
+/** Fences `tx`: see the file's comment. */
+export function fenceTransaction<TTx extends object>(tx: TTx): TransactionFence<TTx> {
+  let open = true;
+  const fenced = new WeakMap<object, object>();
 
   function refusal(): Error {
     return new Error(
@@ -44,42 +35,47 @@ export function fenceTransaction(tx: FencedTransaction, databaseSession: object)
     );
   }
 
-  function fence(target: FencedTransaction): void {
-    const session = target._.session as { prepareQuery: (query: { sql: string }, ...rest: unknown[]) => unknown };
-    if (!patchedSessions.has(session)) {
-      patchedSessions.add(session);
-      const prepareQuery = session.prepareQuery;
-      session.prepareQuery = function prepareQueryWhileOpen(this: unknown, query, ...rest) {
-        if (state === "closed" || (state === "closing" && !ENDINGS.has(query.sql.trim().toLowerCase()))) {
-          throw refusal();
-        }
-        return prepareQuery.call(this, query, ...rest);
-      };
-    }
-    const transaction = target.transaction as (
-      work: (nested: FencedTransaction) => unknown,
-      ...rest: unknown[]
-    ) => unknown;
-    target.transaction = (work: (nested: FencedTransaction) => unknown, ...rest: unknown[]) => {
-      if (state !== "open") return Promise.reject(refusal());
-      return transaction.call(
-        target,
-        (nested: FencedTransaction) => {
-          fence(nested);
-          return work(nested);
+  /** `value` behind the fence when it is something statements are built or sent through, else as it is. */
+  function follow(value: unknown): unknown {
+    // A promise's statement was sent already.
+    if (typeof value !== "object" || value === null || value instanceof Promise) return value;
+    let proxy = fenced.get(value);
+    if (!proxy) {
+      proxy = new Proxy(value, {
+        get(target, property) {
+          const member = Reflect.get(target, property, target) as unknown;
+          // A class is a type, not a statement: Drizzle's `is()` reads it.
+          if (property === "constructor") return member;
+          if (typeof member !== "function") return isFixed(target, property) ? member : follow(member);
+          return function fencedMember(...args: unknown[]) {
+            if (!open) {
+              if (property !== "then") throw refusal();
+              const [onFulfilled, onRejected] = args as Parameters<Promise<unknown>["then"]>;
+              return Promise.reject(refusal()).then(onFulfilled, onRejected);
+            }
+            if (property === "transaction" && typeof args[0] === "function") {
+              const work = args[0] as (nested: object) => unknown;
+              args[0] = (nested: object) => work(follow(nested) as object);
+            }
+            return follow((member as (...rest: unknown[]) => unknown).apply(target, args));
+          };
         },
-        ...rest,
-      );
-    };
+      });
+      fenced.set(value, proxy);
+    }
+    return proxy;
   }
 
-  fence(tx);
   return {
-    closing() {
-      if (state === "open") state = "closing";
-    },
+    tx: follow(tx) as TTx,
     close() {
-      state = "closed";
+      open = false;
     },
   };
+}
+
+/** A property a Proxy must hand out as it is: one that can be neither written nor redefined. */
+function isFixed(target: object, property: string | symbol): boolean {
+  const descriptor = Reflect.getOwnPropertyDescriptor(target, property);
+  return descriptor !== undefined && !descriptor.configurable && !descriptor.writable;
 }

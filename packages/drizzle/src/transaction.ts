@@ -55,22 +55,22 @@ class Begun {
 
 function attempt<TDb extends AnyPgDatabase, T>(db: TDb, work: (tx: TransactionOf<TDb>) => Promise<T>): Promise<T> {
   let givenUp = false;
-  let fence: TransactionFence | undefined;
-  const transaction = db.transaction(async (tx) => {
-    const own = fenceTransaction(tx, db._.session);
+  let fence: TransactionFence<TransactionOf<TDb>> | undefined;
+  const transaction = db.transaction(async (tx: TransactionOf<TDb>) => {
+    const own = fenceTransaction(tx);
     fence = own;
     let value: T;
     try {
-      value = await work(tx as TransactionOf<TDb>);
+      value = await work(own.tx);
     } catch (error) {
-      own.closing();
+      own.close();
       // A statement that failed because the connection closed may be seen here before the driver's own rejection of
       // the transaction: both were set off by the same event, so once the event loop moves on the driver has spoken.
       await new Promise<void>((resolve) => nextTurn(resolve));
       if (givenUp) return givenUpForGood<T>();
       throw error;
     }
-    own.closing();
+    own.close();
     return givenUp ? givenUpForGood<T>() : value;
   }) as Promise<T>;
   transaction.catch(() => {

@@ -24,12 +24,14 @@ import {
   type ModesOf,
   parseIdempotencyKey,
   type Settlement,
+  transactionBypassIn,
 } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { toTRPCError } from "./errors.js";
 import { explicitKeyOf, httpFromContext, type IdempotencyHttp } from "./http.js";
 import { storableStatus } from "./outcome.js";
+import { replayedResult } from "./replay.js";
 import { type IdempotencyTransformer, outputTransformer, type StoredBody } from "./stored-body.js";
 
 /** The transaction type a store hands to procedures in atomic mode. */
@@ -160,11 +162,6 @@ export function idempotency<
 
   return t.middleware(async function idempotencyMiddleware(opts) {
     if (opts.type !== "mutation") return opts.next({ ctx: { idempotency: undefined } as unknown as Overrides });
-    // tRPC's next() takes ctx and getRawInput together at run time; its overloads just type them apart.
-    const next = opts.next as (options: {
-      ctx: Overrides;
-      getRawInput: typeof opts.getRawInput;
-    }) => ReturnType<typeof opts.next>;
     const ctx = opts.ctx as unknown as TCtx;
     const { path } = opts;
     let exchange: IdempotencyHttp | undefined;
@@ -206,32 +203,27 @@ export function idempotency<
       }
       // A mutation without input may come with no body at all, which tRPC only fails to parse when something
       // asks for the input. Such a call is fingerprinted as having no input; should the procedure ask for it
-      // anyway, its parser fails as it would without this middleware, and that failure is not stored.
+      // anyway, its parser fails as it would without this middleware (with the error tRPC's adapter read it with,
+      // which it keeps), and that failure is not stored.
       const input = await opts.getRawInput().then(
-        (value) => ({ value, readable: true }),
-        () => ({ value: undefined, readable: false }),
+        (value) => ({ value, unreadable: undefined }),
+        (error: unknown) => ({ value: undefined, unreadable: { error } }),
       );
-      let inputRequested = false;
-      const getRawInput = () => {
-        inputRequested = true;
-        return opts.getRawInput();
-      };
       const request = { scope, path, key, fingerprint: await fingerprintOf(input.value) };
       const subKey = (name: string) => sha256Hex(JSON.stringify([scope, path, key, name])).slice(0, 40);
 
       const run = await engine.run(request, async ({ tx, signal }) => {
         const idempotencyContext: IdempotencyContext<Tx> = { key, scope, tx: tx as Tx, signal, subKey };
         const overrides = { idempotency: idempotencyContext, ...(dbKey !== undefined && { [dbKey]: tx }) };
-        const result = await next({ ctx: overrides as Overrides, getRawInput });
-        return settle(result, input.readable || !inputRequested);
+        const result = explainBypass(await opts.next({ ctx: overrides as Overrides }));
+        return settle(result, !(input.unreadable && !result.ok && causedBy(result.error, input.unreadable.error)));
       });
       if (!run.replayed) return run.value;
       exchange?.setHeader?.(IDEMPOTENT_REPLAYED_HEADER, "true");
       const body = JSON.parse(run.response.body) as StoredBody;
       if (body.error) throw new TRPCError(body.error);
-      // A replay answers without calling next(); tRPC checks only `ok` and `data` of a middleware result.
       const data = "result" in body ? transformer.deserialize(body.result) : undefined;
-      return { ok: true as const, data, marker: undefined } as unknown as Awaited<ReturnType<typeof opts.next>>;
+      return replayedResult<Awaited<ReturnType<typeof opts.next>>>(data);
     } catch (error) {
       throw isIdempotencyError(error) ? toTRPCError(error, exchange) : error;
     }
@@ -252,6 +244,26 @@ export function idempotency<
     const stored: StoredBody = { error: { code: error.code, message: error.message } };
     return { value: result, response: { status, body: JSON.stringify(stored) } };
   }
+}
+
+/** Whether `error` is `cause`, or was caused by it. */
+function causedBy(error: unknown, cause: unknown): boolean {
+  for (let current = error; typeof current === "object" && current !== null; ) {
+    if (current === cause) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * The procedure's failure, said by the store's refusal of a statement that bypassed the transaction when that is
+ * its cause: Drizzle reports the refused statement ("Failed query: …"), the refusal names the fix.
+ */
+function explainBypass<R extends { ok: true } | { ok: false; error: TRPCError }>(result: R): R {
+  if (result.ok) return result;
+  const bypass = transactionBypassIn(result.error);
+  if (!bypass || result.error.message === bypass.message) return result;
+  return { ...result, error: new TRPCError({ code: result.error.code, message: bypass.message, cause: result.error }) };
 }
 
 const NO_RESPONSE_HEADERS =

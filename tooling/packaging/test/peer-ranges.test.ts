@@ -46,6 +46,12 @@ const ENDS = {
     "drizzle-orm": "0.45.4",
     postgres: "3.4.9",
   },
+  "release candidate": {
+    "@trpc/server": "11.25.2",
+    "@trpc/client": "11.25.2",
+    "drizzle-orm": "1.0.0-rc.5",
+    postgres: "3.4.9",
+  },
 } as const;
 
 const temps: string[] = [];
