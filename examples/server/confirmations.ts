@@ -4,7 +4,7 @@
  * at least once; the consumer records one confirmation per event, however often it arrives.
  */
 // #region outbox
-import { createOutbox, createRelay, type PublishedEvent, processOnce } from "@idemkit/drizzle";
+import { createOutbox, createRelay, type PublishedEvent, processOnce } from "@idemkit/outbox";
 import { db } from "./db";
 import { sentMail } from "./schema";
 

@@ -4,7 +4,8 @@ import { integer, jsonb, pgTable, serial, text, timestamp } from "drizzle-orm/pg
 import type { Cart } from "./cart";
 
 // idemkit's records, and the outbox's two tables (see "Effects after the response").
-export { idempotencyKeys, outboxEvents, processedEvents } from "@idemkit/drizzle";
+export { idempotencyKeys } from "@idemkit/drizzle";
+export { outboxEvents, processedEvents } from "@idemkit/outbox";
 
 export const orders = pgTable("orders", {
   id: serial("id").primaryKey(),

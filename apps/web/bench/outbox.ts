@@ -11,7 +11,7 @@
  * Environment: BENCH_EVENTS per relay round (5000), BENCH_MESSAGES per consumer round (3000), BENCH_CONCURRENCY of
  * the consumers (8), BENCH_ROUNDS (3).
  */
-import { createOutbox, createRelay, processOnce } from "@idemkit/drizzle";
+import { createOutbox, createRelay, processOnce } from "@idemkit/outbox";
 import { createDatabase, startPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { openDatabase } from "../src/server/database";

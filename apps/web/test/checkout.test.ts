@@ -7,7 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fireDuplicates } from "@idemkit/core/testing";
-import { createRelay, type PublishedEvent } from "@idemkit/drizzle";
+import { createRelay, type PublishedEvent } from "@idemkit/outbox";
 import { type ServedHandler, serveFetch } from "@idemkit/testkit";
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
 import { eq } from "drizzle-orm";

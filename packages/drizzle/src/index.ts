@@ -1,17 +1,6 @@
-export type { Outbox, OutboxEventInput, OutboxOptions, OutboxTarget, PublishedEvent } from "./outbox.js";
-export { createOutbox, OutboxKeyReusedError, OutboxPayloadError } from "./outbox.js";
-export type { OutboxEventsTable, ProcessedEventsTable } from "./outbox-schema.js";
-export { outboxEvents, outboxEventsTable, processedEvents, processedEventsTable } from "./outbox-schema.js";
-export type { ProcessOnceOptions, ProcessOnceResult } from "./process-once.js";
-export { processOnce, purgeProcessedEvents } from "./process-once.js";
-export type { Relay, RelayBatch, RelayEvent, RelayOptions } from "./relay.js";
-export { createRelay, purgePublishedEvents, retryDeadEvents } from "./relay.js";
 export type { IdempotencyKeysTable } from "./schema.js";
 export { idempotencyKeys, idempotencyKeysTable } from "./schema.js";
-export type { AnyPgDatabase, PurgeOptions, SqlExecutor } from "./statements.js";
-export { sqlExecutor } from "./statements.js";
+export type { AnyPgDatabase } from "./statements.js";
 export type { DrizzleStore, DrizzleStoreOptions } from "./store.js";
 export { drizzleStore } from "./store.js";
 export type { TransactionOf } from "./transaction.js";
-export type { VersionedUpdate } from "./versioned-update.js";
-export { StaleVersionError, updateIfVersion } from "./versioned-update.js";

@@ -4,11 +4,10 @@
  * transaction (held past `transactionTimeoutMs`) can no longer write through it: nothing of it is kept.
  */
 import { createIdempotencyEngine, type Settlement } from "@idemkit/core";
-import { gate } from "@idemkit/testkit";
+import { gate, type NotesDatabase, notesDatabases } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
-import { type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
 // One connection, so a second request queues for it behind the first.
 const databases = notesDatabases(1);

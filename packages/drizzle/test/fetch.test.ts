@@ -4,11 +4,10 @@
  * contract the tRPC middleware keeps, said in statuses, bodies and headers.
  */
 import { type IdempotencyStore, memoryStore, withIdempotency } from "@idemkit/core";
-import { serveFetch } from "@idemkit/testkit";
+import { type Driver, type NotesDatabase, notesDatabases, serveFetch } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, expectTypeOf, it, vi } from "vitest";
 import { drizzleStore } from "../src/index.js";
-import { type Driver, type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
 const databases = notesDatabases(4);
 const closers: Array<{ close(): Promise<void> }> = [];

@@ -9,36 +9,21 @@
  * connect_timeout, so a stalled reconnection fails it soon.
  */
 import { createServer, type Server } from "node:net";
-import { createDatabase, MIGRATIONS_FOLDER } from "@idemkit/testkit";
+import { endingConnections } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
-import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { drizzleStore, processOnce } from "../src/index.js";
+import { describe, expect, it } from "vitest";
+import { drizzleStore } from "../src/index.js";
 import { guardedConnections } from "../src/postgres-js.js";
 
-let database: Awaited<ReturnType<typeof createDatabase>>;
-let killer: postgres.Sql;
-const pools: postgres.Sql[] = [];
-
-beforeAll(async () => {
-  database = await createDatabase(inject("postgresUrl"));
-  killer = postgres(database.url, { max: 1, onnotice: () => {} });
-  await migrate(drizzle(killer), { migrationsFolder: MIGRATIONS_FOLDER });
-});
-afterAll(async () => {
-  for (const pool of pools) await pool.end({ timeout: 1 });
-  await killer?.end({ timeout: 1 });
-  await database?.drop();
-});
+const ending = endingConnections();
 
 /** A pool, and a wait for its next connection to be closed (postgres.js's own `onclose`, before it reconnects). */
 function pool({ guarded }: { guarded: boolean }): postgres.Sql & { closed(): Promise<void> } {
   let closed: () => void = () => {};
   const options = { max: 1, connect_timeout: 2, onnotice: () => {}, onclose: () => closed() };
-  const client = postgres(database.url, guarded ? guardedConnections(options) : options);
-  pools.push(client);
+  const client = ending.track(postgres(ending.url, guarded ? guardedConnections(options) : options));
   return Object.assign(client, {
     closed: () =>
       new Promise<void>((resolve) => {
@@ -48,7 +33,7 @@ function pool({ guarded }: { guarded: boolean }): postgres.Sql & { closed(): Pro
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const terminate = async (pid: unknown) => void (await killer`select pg_terminate_backend(${Number(pid)})`);
+const { terminate, terminateBackendOf } = ending;
 
 describe("guardedSocket", () => {
   it("fails a statement in flight with the error that ended its session, and the next one runs", async () => {
@@ -161,14 +146,14 @@ describe("guardedSocket", () => {
   });
 
   it("sets up TLS itself: falls back to plain with prefer on a server without it, refuses it with require", async () => {
-    const preferring = postgres(database.url, guardedConnections({ max: 1, ssl: "prefer", onnotice: () => {} }));
-    pools.push(preferring);
+    const preferring = postgres(ending.url, guardedConnections({ max: 1, ssl: "prefer", onnotice: () => {} }));
+    ending.track(preferring);
     expect(await preferring`select 1 as one`).toEqual([{ one: 1 }]);
-    const requiring = postgres(database.url, guardedConnections({ max: 1, connect_timeout: 2, ssl: "require" }));
-    pools.push(requiring);
+    const requiring = postgres(ending.url, guardedConnections({ max: 1, connect_timeout: 2, ssl: "require" }));
+    ending.track(requiring);
     await expect(requiring`select 1`).rejects.toThrow(/does not accept TLS/);
-    const inTheUrl = postgres(`${database.url}?sslmode=require`, guardedConnections({ max: 1, connect_timeout: 2 }));
-    pools.push(inTheUrl);
+    const inTheUrl = postgres(`${ending.url}?sslmode=require`, guardedConnections({ max: 1, connect_timeout: 2 }));
+    ending.track(inTheUrl);
     await expect(inTheUrl`select 1`).rejects.toThrow(/give it to guardedConnections/);
     await expect(inTheUrl`select 2`).rejects.toThrow(/give it to guardedConnections/);
   });
@@ -207,7 +192,7 @@ describe("guardedSocket, with a server that ends the session at a given message"
   ])("fails %s when the session ends under it, without waiting", async (_, endAt, send) => {
     const { server, url } = await serverEndingAt(endAt);
     const client = postgres(url, guardedConnections({ max: 1, fetch_types: false }));
-    pools.push(client);
+    ending.track(client);
     try {
       await expect(send(client)).rejects.toMatchObject({ code: "57P01" });
     } finally {
@@ -222,7 +207,7 @@ describe("guardedSocket, when the server cannot be reached", () => {
       "postgres://idemkit@127.0.0.1:1/none",
       guardedConnections({ max: 1, connect_timeout: 2, backoff: () => 0.01 }),
     );
-    pools.push(closedPort);
+    ending.track(closedPort);
     await expect(closedPort`select 1`).rejects.toMatchObject({ code: "ECONNREFUSED" });
   });
 });
@@ -249,22 +234,7 @@ describe("idemkit's own transactions, on a plain postgres.js pool", () => {
   });
 });
 
-describe("processOnce on a plain postgres.js pool", () => {
-  it("refuses a handler's statement sent after postgres.js gave its transaction up: nothing commits outside it", async () => {
-    const db = drizzle(pool({ guarded: false }));
-    const eventId = globalThis.crypto.randomUUID();
-    await killer`create table if not exists handled (event_id text not null)`;
-    const outcome = processOnce({ db, consumer: "mailer", eventId }, async (tx) => {
-      await terminateBackendOf(tx);
-      await pause(100);
-      await tx.execute(sql`insert into handled (event_id) values (${eventId})`);
-    });
-    await expect(outcome).rejects.toThrow();
-    expect(await killer`select 1 from handled where event_id = ${eventId}`).toEqual([]);
-  });
-});
-
-describe("drizzleStore and processOnce on a guarded pool", () => {
+describe("drizzleStore on a guarded pool", () => {
   it.each(["fails", "catches the failure and returns"] as const)(
     "refuse an atomic call whose connection ended just after its claim, whose procedure %s, and serve the next",
     async (ending) => {
@@ -288,27 +258,7 @@ describe("drizzleStore and processOnce on a guarded pool", () => {
       });
     },
   );
-
-  it("rejects processOnce whose handler's connection ended, and processes the redelivery", async () => {
-    const db = drizzle(pool({ guarded: true }));
-    const eventId = globalThis.crypto.randomUUID();
-    const outcome = processOnce({ db, consumer: "mailer", eventId }, async (tx) => {
-      await terminateBackendOf(tx);
-      await tx.execute(sql`select 1`);
-    });
-    await expect(outcome).rejects.toThrow();
-    expect(await processOnce({ db, consumer: "mailer", eventId }, async () => "sent")).toEqual({
-      processed: true,
-      value: "sent",
-    });
-  });
 });
-
-/** Ends the server process behind a transaction's connection, as a crash of that backend would. */
-async function terminateBackendOf(tx: { execute: ReturnType<typeof drizzle>["execute"] }): Promise<void> {
-  const [row] = (await tx.execute(sql`select pg_backend_pid() as pid`)) as unknown as Array<{ pid: number }>;
-  await terminate(row?.pid);
-}
 
 function claimOf(key: string) {
   const now = Date.now();

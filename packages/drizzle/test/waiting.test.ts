@@ -5,11 +5,10 @@
  * duplicate replays the one run's answer.
  */
 import { createIdempotencyEngine, type Settlement } from "@idemkit/core";
-import { gate } from "@idemkit/testkit";
+import { gate, type NotesDatabase, notesDatabases } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
-import { type NotesDatabase, notesDatabases } from "./notes-databases.js";
 
 // Two connections: one for the call holding the key, one for everything else.
 const databases = notesDatabases(2);

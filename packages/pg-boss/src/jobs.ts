@@ -7,13 +7,8 @@
  * still running, it was sent again after the first was archived) takes effect once.
  */
 import { sha256Hex } from "@idemkit/core/internal";
-import {
-  type AnyPgDatabase,
-  type ProcessedEventsTable,
-  processOnce,
-  sqlExecutor,
-  type TransactionOf,
-} from "@idemkit/drizzle";
+import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
+import { type ProcessedEventsTable, processOnce, sqlExecutor } from "@idemkit/outbox";
 import type PgBoss from "pg-boss";
 
 /**

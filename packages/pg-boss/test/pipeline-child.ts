@@ -6,7 +6,7 @@
  * write and before the commit) or `completing` (after the handler's commit, before pg-boss marks the job completed).
  */
 import { createRequire } from "node:module";
-import { createRelay } from "@idemkit/drizzle";
+import { createRelay } from "@idemkit/outbox";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import PgBoss from "pg-boss";

@@ -5,7 +5,7 @@
  * handler before its commit, after the commit and before pg-boss completed the job (each announced by the process),
  * or at a random moment. Every order ends with exactly one confirmation: none lost, none twice.
  */
-import { createOutbox } from "@idemkit/drizzle";
+import { createOutbox } from "@idemkit/outbox";
 import { openPostgres, type ScriptProcess, spawnScript } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import PgBoss from "pg-boss";

@@ -6,6 +6,7 @@ import { type createIdempotencyEngine, memoryStore, withIdempotency } from "@ide
 import type { describeStoreConformance, fireDuplicates } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
 import type { guardedConnections } from "@idemkit/drizzle/postgres-js";
+import { createOutbox, type outboxEvents, type processOnce } from "@idemkit/outbox";
 import { createJobs, type jobIdFor } from "@idemkit/pg-boss";
 import { expectOneKeyPerAction, type watchMutations } from "@idemkit/playwright";
 import type { idempotentMutationDefaults, useIdempotentMutation } from "@idemkit/react";
@@ -22,6 +23,8 @@ export type Entries = [
   typeof drizzleStore,
   typeof idempotencyKeys,
   typeof guardedConnections,
+  typeof outboxEvents,
+  typeof processOnce,
   typeof jobIdFor,
   typeof watchMutations,
   typeof useIdempotentMutation,
@@ -48,6 +51,8 @@ export function misuse(): void {
   idempotencyHeaders({});
   // @ts-expect-error the store needs a database
   drizzleStore({});
+  // @ts-expect-error an outbox's clock is a function
+  createOutbox({ now: 42 });
   // @ts-expect-error jobs need a pg-boss and a database
   createJobs({});
   // @ts-expect-error the store needs a Redis client

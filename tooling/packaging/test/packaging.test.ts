@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const CONSUMER = fileURLToPath(new URL("../consumer/", import.meta.url));
-const PACKAGES = ["core", "drizzle", "trpc", "react", "pg-boss", "redis", "playwright"] as const;
+const PACKAGES = ["core", "drizzle", "outbox", "trpc", "react", "pg-boss", "redis", "playwright"] as const;
 /** What the consumer app imports besides idemkit, at the versions the workspace tests with. */
 const THIRD_PARTY = [
   "@electric-sql/pglite",
@@ -87,8 +87,8 @@ describe("the tarballs", () => {
     expect(others.filter((path) => path.includes(".test."))).toEqual([]);
   });
 
-  it("ships idemkit-purge executable", () => {
-    const cli = packed.get("drizzle")?.find((file) => file.path === "dist/purge-cli.js");
+  it.each(["drizzle", "outbox"] as const)("ships @idemkit/%s's purge command executable", (name) => {
+    const cli = packed.get(name)?.find((file) => file.path === "dist/purge-cli.js");
     expect((cli?.mode ?? 0) & 0o111).toBe(0o111);
   });
 });
@@ -136,14 +136,17 @@ describe("an app outside the workspace", () => {
     expect(JSON.parse(seen.first)).toEqual({ result: { data: { n: 42 } } });
   }, 60_000);
 
-  it("prints idemkit-purge's help without postgres installed, and says how to get it once a database is needed", async () => {
-    const cli = join(app, "node_modules", "@idemkit", "drizzle", "dist", "purge-cli.js");
-    const help = await run(cli, ["--help"], { cwd: app });
-    expect(help.stdout).toMatch(/usage: DATABASE_URL=/);
-    const needsDriver = await run(cli, [], {
-      cwd: app,
-      env: { ...process.env, DATABASE_URL: "postgres://127.0.0.1:1/none" },
-    }).catch((error: { code: number; stderr: string }) => error);
-    expect(needsDriver).toMatchObject({ code: 2, stderr: expect.stringMatching(/npm install postgres/) });
-  });
+  it.each(["drizzle", "outbox"] as const)(
+    "prints @idemkit/%s's purge help without postgres installed, and says how to get it once a database is needed",
+    async (name) => {
+      const cli = join(app, "node_modules", "@idemkit", name, "dist", "purge-cli.js");
+      const help = await run(cli, ["--help"], { cwd: app });
+      expect(help.stdout).toMatch(/usage: DATABASE_URL=/);
+      const needsDriver = await run(cli, [], {
+        cwd: app,
+        env: { ...process.env, DATABASE_URL: "postgres://127.0.0.1:1/none" },
+      }).catch((error: { code: number; stderr: string }) => error);
+      expect(needsDriver).toMatchObject({ code: 2, stderr: expect.stringMatching(/npm install postgres/) });
+    },
+  );
 });

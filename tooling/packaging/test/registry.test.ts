@@ -19,7 +19,7 @@ const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const VERDACCIO = join(ROOT, "node_modules", "verdaccio", "bin", "verdaccio");
 const CHANGESET = join(ROOT, "node_modules", "@changesets", "cli", "bin.js");
 /** The packages `changeset publish` publishes: every workspace that is not private. */
-const PUBLISHED = ["core", "trpc", "drizzle", "react", "redis", "pg-boss", "playwright"];
+const PUBLISHED = ["core", "trpc", "drizzle", "outbox", "react", "redis", "pg-boss", "playwright"];
 
 /** Runs a command; a failure says what it printed. */
 async function run(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }) {
@@ -129,6 +129,7 @@ describe("the release pipeline and the Install section, on a local registry", ()
     const manifest = JSON.parse(await readFile(join(app, "package.json"), "utf8"));
     expect(Object.keys(manifest.dependencies).sort()).toEqual([
       "@idemkit/drizzle",
+      "@idemkit/outbox",
       "@idemkit/pg-boss",
       "@idemkit/react",
       "@idemkit/trpc",
@@ -145,12 +146,14 @@ describe("the release pipeline and the Install section, on a local registry", ()
           'const drizzle = await import("@idemkit/drizzle");',
           'const react = await import("@idemkit/react");',
           'const jobs = await import("@idemkit/pg-boss");',
+          'const outbox = await import("@idemkit/outbox");',
           "console.log(JSON.stringify([typeof trpc.idempotency, typeof client.idempotencyLink,",
-          "  typeof drizzle.drizzleStore, typeof react.useIdempotentMutation, typeof jobs.createJobs]));",
+          "  typeof drizzle.drizzleStore, typeof react.useIdempotentMutation, typeof jobs.createJobs,",
+          "  typeof outbox.createOutbox]));",
         ].join("\n"),
       ],
       { cwd: app, env },
     );
-    expect(loaded).toContain(JSON.stringify(Array(5).fill("function")));
+    expect(loaded).toContain(JSON.stringify(Array(6).fill("function")));
   }, 300_000);
 });

@@ -10,6 +10,8 @@ export type {
   PostgresOpenOptions,
 } from "./databases.js";
 export { MIGRATIONS_FOLDER, migrationStatementsFor, openNodePostgres, openPglite, openPostgres } from "./databases.js";
+export type { EndingConnections } from "./ending-connections.js";
+export { endingConnections } from "./ending-connections.js";
 export type { Fault, FaultProxy, ProxiedRequest } from "./fault-proxy.js";
 export { startFaultProxy } from "./fault-proxy.js";
 export { gate } from "./gate.js";
@@ -17,6 +19,8 @@ export type { FetchHandler, ServedHandler } from "./http.js";
 export { serveFetch } from "./http.js";
 export type { ModelSubject } from "./model.js";
 export { describeContractModel } from "./model.js";
+export type { Driver, NotesDatabase } from "./notes-databases.js";
+export { notesDatabases } from "./notes-databases.js";
 export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";
 export { createDatabase, freePort, startPostgres } from "./postgres.js";
 export type { RunningRedis, RunningRedisCluster, StartRedisOptions } from "./redis.js";

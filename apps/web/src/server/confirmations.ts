@@ -5,7 +5,7 @@
  * the relay runs inside the app (PGlite is one process); with DATABASE_URL it runs as its own process,
  * `npm run worker`, as many of them as you like.
  */
-import { createOutbox, createRelay, type PublishedEvent, processOnce, type Relay } from "@idemkit/drizzle";
+import { createOutbox, createRelay, type PublishedEvent, processOnce, type Relay } from "@idemkit/outbox";
 import type { Database } from "./database";
 import { confirmations } from "./schema";
 

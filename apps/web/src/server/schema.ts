@@ -4,7 +4,8 @@
  */
 import { index, integer, pgTable, serial, text, timestamp } from "drizzle-orm/pg-core";
 
-export { idempotencyKeys, outboxEvents, processedEvents } from "@idemkit/drizzle";
+export { idempotencyKeys } from "@idemkit/drizzle";
+export { outboxEvents, processedEvents } from "@idemkit/outbox";
 
 export const orders = pgTable(
   "orders",

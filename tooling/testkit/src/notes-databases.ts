@@ -2,8 +2,9 @@
  * The three drivers a test file runs on, each a fresh database with a `notes` table for its procedures to write
  * to, opened before the file's tests and closed after them.
  */
-import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
+
 import { afterAll, beforeAll, inject } from "vitest";
+import { openNodePostgres, openPglite, openPostgres } from "./databases.js";
 
 export type NotesDatabase = Awaited<ReturnType<typeof openPostgres | typeof openNodePostgres | typeof openPglite>>;
 export type Driver = "postgres.js" | "node-postgres" | "PGlite";

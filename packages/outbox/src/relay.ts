@@ -6,9 +6,10 @@
  * it to be published again once its lease ends; consumers de-duplicate with `processOnce`.
  */
 
+import type { AnyPgDatabase } from "@idemkit/drizzle";
+import { type PurgeOptions, purgeInBatches, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
 import { type OutboxEventsTable, outboxEvents } from "./outbox-schema.js";
-import { type AnyPgDatabase, type PurgeOptions, purgeInBatches, qualifiedName, type Row, run } from "./statements.js";
 
 /** What the relay reports, for logs and metrics. */
 export type RelayEvent =

@@ -2,9 +2,10 @@
  * Another library's SQL run in a Drizzle transaction on each driver: its parameters arrive as node-postgres would
  * send them (what such libraries are written for), and its writes commit or roll back with the transaction.
  */
+
+import { type Driver, notesDatabases } from "@idemkit/testkit";
 import { describe, expect, it } from "vitest";
 import { sqlExecutor } from "../src/index.js";
-import { type Driver, notesDatabases } from "./notes-databases.js";
 
 const databases = notesDatabases(2);
 

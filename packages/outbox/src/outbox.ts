@@ -11,8 +11,9 @@
  *                                                                                                  ▼
  *                                          retryDeadEvents(), by hand ◀──────────────────────────────── dead
  */
+
+import { namedFor, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
 import { type OutboxEventsTable, outboxEvents } from "./outbox-schema.js";
-import { namedFor, qualifiedName, type Row, run } from "./statements.js";
 
 /** What an event is enqueued with. */
 export interface OutboxEventInput {

@@ -2,10 +2,11 @@
  * The outbox's statements on each driver the store supports: the same enqueue, relay, dead-letter and
  * de-duplication steps through postgres.js, node-postgres and PGlite (the demo's embedded database).
  */
+
+import { type Driver, notesDatabases } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { createOutbox, createRelay, processOnce, retryDeadEvents } from "../src/index.js";
-import { type Driver, notesDatabases } from "./notes-databases.js";
 
 const databases = notesDatabases(2);
 

@@ -10,10 +10,17 @@
  * then purge them with `purgeProcessedEvents`.
  */
 
-import { isLockTimeout } from "./driver-errors.js";
+import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
+import {
+  isLockTimeout,
+  namedFor,
+  type PurgeOptions,
+  purgeInBatches,
+  qualifiedName,
+  run,
+  transactionOf,
+} from "@idemkit/drizzle/internal";
 import { type ProcessedEventsTable, processedEvents } from "./outbox-schema.js";
-import { type AnyPgDatabase, namedFor, type PurgeOptions, purgeInBatches, qualifiedName, run } from "./statements.js";
-import { type TransactionOf, transactionOf } from "./transaction.js";
 
 export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   /** The database the handler writes to: the record of processed events must be in it. */

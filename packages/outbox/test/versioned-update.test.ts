@@ -2,11 +2,12 @@
  * Optimistic concurrency on each driver: an update based on the version it read goes through once; a second one
  * based on the same version is refused and writes nothing, and so is one for a row that is gone.
  */
+
+import { type Driver, notesDatabases } from "@idemkit/testkit";
 import { and, eq } from "drizzle-orm";
 import { integer, pgTable, serial, text } from "drizzle-orm/pg-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { StaleVersionError, updateIfVersion } from "../src/index.js";
-import { type Driver, notesDatabases } from "./notes-databases.js";
 
 const databases = notesDatabases(2);
 

@@ -7,9 +7,10 @@
  * In a tRPC procedure, answer the refusal with `TRPCError({ code: "CONFLICT" })`: idemkit does not store a 409, and
  * its client does not retry one, so the user can reload and edit again.
  */
+
+import type { AnyPgDatabase } from "@idemkit/drizzle";
 import { and, eq, getTableColumns, type SQL, sql } from "drizzle-orm";
 import { getTableConfig, type PgColumn, type PgTable, type PgUpdateSetSource } from "drizzle-orm/pg-core";
-import type { AnyPgDatabase } from "./statements.js";
 
 /** The row was changed (or deleted) since the version the write was based on. */
 export class StaleVersionError extends Error {

@@ -1,0 +1,10 @@
+/**
+ * What idemkit's own packages built on this one share (`@idemkit/outbox`): how a fixed statement is run, named and
+ * purged, how a transaction is begun safely, and how drivers' errors are read. Apps should not import it: names and
+ * signatures here may change in any release.
+ */
+export { isLockTimeout } from "./driver-errors.js";
+export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
+export type { Executor, PurgeOptions, Row, Statement } from "./statements.js";
+export { dispatch, namedFor, purgeInBatches, qualifiedName, rowsOfResult, run } from "./statements.js";
+export { transactionOf } from "./transaction.js";

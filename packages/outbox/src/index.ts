@@ -1,0 +1,13 @@
+export type { PurgeOptions } from "@idemkit/drizzle/internal";
+export type { Outbox, OutboxEventInput, OutboxOptions, OutboxTarget, PublishedEvent } from "./outbox.js";
+export { createOutbox, OutboxKeyReusedError, OutboxPayloadError } from "./outbox.js";
+export type { OutboxEventsTable, ProcessedEventsTable } from "./outbox-schema.js";
+export { outboxEvents, outboxEventsTable, processedEvents, processedEventsTable } from "./outbox-schema.js";
+export type { ProcessOnceOptions, ProcessOnceResult } from "./process-once.js";
+export { processOnce, purgeProcessedEvents } from "./process-once.js";
+export type { Relay, RelayBatch, RelayEvent, RelayOptions } from "./relay.js";
+export { createRelay, purgePublishedEvents, retryDeadEvents } from "./relay.js";
+export type { SqlExecutor } from "./sql-executor.js";
+export { sqlExecutor } from "./sql-executor.js";
+export type { VersionedUpdate } from "./versioned-update.js";
+export { StaleVersionError, updateIfVersion } from "./versioned-update.js";
