@@ -17,6 +17,10 @@ Deletes idempotency records past their TTL, N at a time (default 1000), skipping
 holds, and prints how many it deleted. Run it from cron, e.g. hourly. Needs the "postgres" package
 (npm install postgres). The outbox's tables: idemkit-outbox-purge, from @idemkit/outbox.`,
   ages: [],
+  moved: {
+    outbox: { run: "idemkit-outbox-purge --published", from: "@idemkit/outbox" },
+    processed: { run: "idemkit-outbox-purge --processed", from: "@idemkit/outbox" },
+  },
   async purge(db, { now, batchSize }) {
     const deleted = await drizzleStore({ db }).purgeExpired({ now, batchSize });
     return [`deleted ${deleted} expired record(s)`];

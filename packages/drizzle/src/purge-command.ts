@@ -28,6 +28,8 @@ export interface PurgeCommand<TAge extends string> {
   usage: string;
   /** Its AGE options (`--published 7d`), each undefined when left out. */
   ages: readonly TAge[];
+  /** Options this command had once, each with what to run instead: refused with that, not as unknown. */
+  moved?: Record<string, { run: string; from: string }>;
   /** Purges with `db`, `now` the time the command started; returns the lines to print. */
   purge(
     db: AnyPgDatabase,
@@ -37,7 +39,10 @@ export interface PurgeCommand<TAge extends string> {
 
 /** Runs `command` with the process's arguments and environment, then exits. */
 export async function runPurgeCommand<TAge extends string>(command: PurgeCommand<TAge>): Promise<void> {
-  const ageOptions = Object.fromEntries(command.ages.map((age) => [age, { type: "string" as const }]));
+  const moved = command.moved ?? {};
+  const ageOptions = Object.fromEntries(
+    [...command.ages, ...Object.keys(moved)].map((option) => [option, { type: "string" as const }]),
+  );
   const { values } = parseArgs({
     options: {
       "batch-size": { type: "string", default: "1000" },
@@ -49,8 +54,16 @@ export async function runPurgeCommand<TAge extends string>(command: PurgeCommand
     console.log(command.usage);
     process.exit(0);
   }
-  const batchSize = Number(values["batch-size"]);
   const given = values as Record<string, string | boolean | undefined>;
+  for (const [option, instead] of Object.entries(moved)) {
+    if (given[option] === undefined) continue;
+    console.error(
+      `${command.name}: --${option} moved to ${instead.from}: run \`${instead.run} ${given[option]}\` ` +
+        `(npm install ${instead.from}).`,
+    );
+    process.exit(2);
+  }
+  const batchSize = Number(values["batch-size"]);
   const ages = Object.fromEntries(command.ages.map((age) => [age, ageOf(given[age] as string | undefined)])) as Record<
     TAge,
     Age | undefined

@@ -27,6 +27,14 @@ it("deletes expired records in batches and keeps live ones", async () => {
   expect(await database.query("select key from idempotency_keys")).toEqual([{ key: "live" }]);
 });
 
+it("says where --outbox and --processed went, deleting nothing", async () => {
+  const refused = await purge("--outbox", "7d").catch((error: { code: number; stderr: string }) => error);
+  expect(refused).toMatchObject({
+    code: 2,
+    stderr: expect.stringContaining("--outbox moved to @idemkit/outbox: run `idemkit-outbox-purge --published 7d`"),
+  });
+});
+
 it("refuses a batch size it cannot use, deleting nothing", async () => {
   await expect(purge("--batch-size", "0")).rejects.toMatchObject({ code: 2 });
 });
