@@ -2,7 +2,7 @@
  * Each end of the packages' peer ranges, as a user's app gets it: the tarballs and that end's versions of tRPC,
  * drizzle-orm and postgres.js installed with a plain `npm install` (from the npm registry, so its peer checks run),
  * then type-checked, a protected mutation run twice with one key, and the store and atomic-mode conformance suites
- * run on PGlite and a real PostgreSQL. The versions between are what the rest of `npm test` runs on.
+ * and the outbox's round run on PGlite and a real PostgreSQL. The versions between are what the rest of `npm test` runs on.
  */
 import { execFile } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
@@ -31,7 +31,7 @@ const CONSUMER = fileURLToPath(new URL("../consumer/", import.meta.url));
 const TSC = createRequire(import.meta.url).resolve("typescript/bin/tsc");
 const VITEST = join(ROOT, "node_modules", "vitest", "vitest.mjs");
 /** The packages whose peer ranges these ends are of. */
-const PACKAGES = ["core", "trpc", "drizzle"] as const;
+const PACKAGES = ["core", "trpc", "drizzle", "outbox"] as const;
 
 const ENDS = {
   oldest: {
@@ -92,7 +92,8 @@ describe.each(Object.entries(ENDS))("the %s end of the peer ranges", (_, version
     }
     await copyFile(join(CONSUMER, "app.ts"), join(app, "app.ts"));
     await copyFile(join(CONSUMER, "stores.conformance.ts"), join(app, "stores.conformance.ts"));
-    await writeFile(join(app, "schema.sql"), migrationStatementsFor("idempotency_keys").join("\n"));
+    const tables = ["idempotency_keys", "outbox_events", "processed_events"].flatMap(migrationStatementsFor);
+    await writeFile(join(app, "schema.sql"), [...new Set(tables)].join("\n"));
     await writeFile(
       join(app, "tsconfig.json"),
       JSON.stringify({
