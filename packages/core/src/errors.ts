@@ -130,9 +130,16 @@ export class TransactionBypassError extends Error {
 
 /** The {@link TransactionBypassError} that `error` is or was caused by, even one built by another copy. */
 export function transactionBypassIn(error: unknown): TransactionBypassError | undefined {
-  for (let current = error; typeof current === "object" && current !== null; ) {
+  for (const current of causeChain(error)) {
     if ((current as Record<symbol, unknown>)[BYPASS_BRAND] === true) return current as TransactionBypassError;
-    current = (current as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+/** `error`, then what caused it, and so on: where wrappers (Drizzle's query errors, tRPC's) put the error they wrap. */
+export function* causeChain(error: unknown): Generator<object> {
+  for (let current = error; typeof current === "object" && current !== null; ) {
+    yield current;
+    current = (current as { cause?: unknown }).cause;
+  }
 }

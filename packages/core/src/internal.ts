@@ -3,6 +3,7 @@
  * and the client's retry maths. Names and signatures here may change in any release; the engine, fingerprints and
  * key parsing are public, in `@idemkit/core`.
  */
+export { causeChain } from "./errors.js";
 export { canonicalJson } from "./fingerprint.js";
 export type { AnswerSeen } from "./outcome.js";
 export { isRetryableAnswer, isStoredStatus } from "./outcome.js";

@@ -5,10 +5,12 @@
  * - on a driver with a single connection (PGlite, a pool of one) that connection is the transaction's, so the
  *   statement waits for the transaction, which waits for the procedure, which waits for the statement: the
  *   request hangs, and every request after it. Such a statement fails at once here, with the fix in its message.
- *   On PGlite the client itself is watched, so a second Drizzle instance or raw `client.query` is caught too.
  * - on a pool it runs, but outside the transaction: a stored 4xx no longer undoes it, a released 5xx no longer
- *   rolls it back, a crash no longer erases it. Development builds warn once per procedure when it goes through
- *   the store's own `db`; production pays nothing for this check.
+ *   rolls it back, a crash no longer erases it. Development builds warn once per procedure; production pays
+ *   nothing for this check.
+ *
+ * What is watched is the driver's client the store's `db` was made with (`db.$client`), so a statement through
+ * another Drizzle instance over the same client, or through the client itself (`client.query`), is caught too.
  *
  * "Inside the procedure" is the procedure's async context (AsyncLocalStorage), so other requests that use the
  * database meanwhile are never mistaken for it.
@@ -39,14 +41,15 @@ export interface BypassGuard {
 }
 
 /**
- * The driver's client behind a Drizzle database (`db.$client`), as the guard tells drivers apart: by the public
- * methods each one has, and through which Drizzle sends every statement and transaction of the database.
+ * Which driver a client is, told apart by the public methods each one has, and those of its methods through which
+ * Drizzle sends every statement and transaction of the database.
  */
 type Client =
   | { kind: "pglite"; methods: string[] }
   | { kind: "postgres.js"; methods: string[]; max: unknown }
   | { kind: "node-postgres pool"; methods: string[]; max: unknown };
 
+/** The client behind `db`, and which driver's it is; undefined for a driver the guard does not know. */
 function clientOf(db: object): { client: object; described: Client } | undefined {
   const client = (db as { $client?: unknown }).$client;
   if ((typeof client !== "object" && typeof client !== "function") || client === null) return undefined;

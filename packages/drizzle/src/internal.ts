@@ -5,6 +5,6 @@
  */
 export { isLockTimeout } from "./driver-errors.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
-export type { Executor, PurgeOptions, Row, Statement } from "./statements.js";
+export type { Executor, Row, Statement } from "./statements.js";
 export { dispatch, namedFor, purgeInBatches, qualifiedName, rowsOfResult, run } from "./statements.js";
 export { transactionOf } from "./transaction.js";

@@ -7,20 +7,20 @@ import { RecordState } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import { namedFor, type Row } from "./statements.js";
 
-/** Columns of a record, times as epoch milliseconds. */
-const RECORD_COLUMN_NAMES = [
-  "state",
-  "fingerprint",
-  "fence",
-  "lease_expires_ms",
-  "expires_ms",
-  "response_status",
-  "response_body",
-] as const;
-const RECORD_COLUMNS = `state, fingerprint, fence,
-  (extract(epoch from lease_expires_at) * 1000)::float8 as lease_expires_ms,
-  (extract(epoch from expires_at) * 1000)::float8 as expires_ms,
-  response_status, response_body`;
+/** A record's columns as statements read them, times as epoch milliseconds: each name, and what it is read as. */
+const RECORD_FIELDS = {
+  state: "state",
+  fingerprint: "fingerprint",
+  fence: "fence",
+  lease_expires_ms: "(extract(epoch from lease_expires_at) * 1000)::float8",
+  expires_ms: "(extract(epoch from expires_at) * 1000)::float8",
+  response_status: "response_status",
+  response_body: "response_body",
+};
+const RECORD_COLUMN_NAMES = Object.keys(RECORD_FIELDS);
+const RECORD_COLUMNS = Object.entries(RECORD_FIELDS)
+  .map(([name, read]) => (name === read ? name : `${read} as ${name}`))
+  .join(", ");
 /** $1, $2, $3: the record id. */
 const KEY_MATCH = "scope = $1::text and path = $2::text and key = $3::text";
 /**

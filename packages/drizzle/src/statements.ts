@@ -29,18 +29,28 @@ export interface AnyPgDatabase {
   transaction(work: (tx: any) => Promise<any>, config?: any): Promise<any>;
   execute(query: SQL): PromiseLike<unknown>;
   // biome-ignore lint/suspicious/noExplicitAny: Drizzle's builder types differ across its versions
+  with(...steps: any[]): any;
+  // biome-ignore lint/suspicious/noExplicitAny: Drizzle's builder types differ across its versions
   update(table: any): any;
 }
 
 /** What runs a statement: a database or a transaction. */
-export type Executor = Pick<AnyPgDatabase, "execute">;
+export type Executor = Pick<AnyPgDatabase, "execute" | "with">;
 export type Row = Record<string, unknown>;
 
 /** What a statement is carried by: a select over Drizzle's common table expressions, on a database or transaction. */
 interface Carrier {
+  /** The primary of a database made with `withReplicas`, which sends selects to a replica. */
+  $primary?: Carrier;
   with(...steps: unknown[]): {
-    select(): { from(step: unknown): { prepare(name: string): { execute(values: Record<string, unknown>): unknown } } };
+    select(): { from(step: unknown): CarrierSelect };
   };
+}
+
+interface CarrierSelect {
+  /** Drizzle's query cache, from 0.44 on: never for idemkit's statements, which write and must see every write. */
+  $withCache?(config: false): CarrierSelect;
+  prepare(name: string): { execute(values: Record<string, unknown>): unknown };
 }
 
 /**
@@ -110,7 +120,8 @@ function carrierOf(statement: Statement): { steps: unknown[]; result: unknown } 
 /**
  * Runs a statement as a named prepared statement: parsed and planned once per connection, then one round trip
  * each time, on the drivers that prepare (drizzle-orm 0.45.4 and later on postgres.js; node-postgres), and one
- * unnamed statement elsewhere.
+ * unnamed statement elsewhere. Always on the primary (a database made with `withReplicas` sends a select to a
+ * replica, where a write fails and a read may be behind), and never from Drizzle's query cache.
  */
 export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
   const { steps, result } = carrierOf(statement);
@@ -118,12 +129,12 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
   params.forEach((value, index) => {
     values[index + 1] = value;
   });
-  const query = (executor as unknown as Carrier)
+  const carrier = executor as unknown as Carrier;
+  const select = (carrier.$primary ?? carrier)
     .with(...steps, result)
     .select()
-    .from(result)
-    .prepare(statement.name)
-    .execute(values) as PromiseLike<Row[]>;
+    .from(result);
+  const query = (select.$withCache?.(false) ?? select).prepare(statement.name).execute(values) as PromiseLike<Row[]>;
   return dispatch(query).catch(explainMissingTables);
 }
 
@@ -168,17 +179,6 @@ function explainMissingTables(error: unknown): never {
     );
   }
   throw error;
-}
-
-/** What a purge of one of idemkit's tables takes: the database, the cut-off, and optionally the table and batch. */
-export interface PurgeOptions<TTable> {
-  db: AnyPgDatabase;
-  /** Rows older than this go, in ms since the epoch. */
-  before: number;
-  /** The table, when it is not the default one. */
-  table?: TTable;
-  /** Rows deleted per statement. Default 1,000. */
-  batchSize?: number;
 }
 
 /**

@@ -46,12 +46,17 @@ export function fenceTransaction<TTx extends object>(tx: TTx): TransactionFence<
           const member = Reflect.get(target, property, target) as unknown;
           // A class is a type, not a statement: Drizzle's `is()` reads it.
           if (property === "constructor") return member;
-          if (typeof member !== "function") return isFixed(target, property) ? member : follow(member);
+          if (isFixed(target, property)) return member;
+          if (typeof member !== "function") return follow(member);
           return function fencedMember(...args: unknown[]) {
             if (!open) {
-              if (property !== "then") throw refusal();
-              const [onFulfilled, onRejected] = args as Parameters<Promise<unknown>["then"]>;
-              return Promise.reject(refusal()).then(onFulfilled, onRejected);
+              if (!SENDS.has(property)) throw refusal();
+              // A send answers as a statement would: a promise, rejected, with the caller's handlers on it.
+              const refused = Promise.reject(refusal()) as unknown as Record<
+                string | symbol,
+                (...rest: unknown[]) => unknown
+              >;
+              return property === "execute" ? refused : refused[property]?.(...args);
             }
             if (property === "transaction" && typeof args[0] === "function") {
               const work = args[0] as (nested: object) => unknown;
@@ -73,6 +78,9 @@ export function fenceTransaction<TTx extends object>(tx: TTx): TransactionFence<
     },
   };
 }
+
+/** What sends a statement: awaiting it, its promise's other handlers, or executing it (a prepared query's too). */
+const SENDS = new Set<string | symbol>(["then", "catch", "finally", "execute"]);
 
 /** A property a Proxy must hand out as it is: one that can be neither written nor redefined. */
 function isFixed(target: object, property: string | symbol): boolean {

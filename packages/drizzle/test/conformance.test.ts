@@ -1,8 +1,9 @@
 import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
 import { createDatabase, MIGRATIONS_FOLDER, openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
-import { sql } from "drizzle-orm";
+import { getTableName, sql, type Table } from "drizzle-orm";
+import { Cache, type MutationOption } from "drizzle-orm/cache/core";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import { pgSchema } from "drizzle-orm/pg-core";
+import { pgSchema, withReplicas } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
@@ -21,6 +22,56 @@ let guarded: {
   query(text: string, params?: unknown[]): Promise<unknown[]>;
   close(): Promise<void>;
 };
+/** postgres.js behind a query cache and read replicas. */
+let cachedWithReplica: typeof guarded;
+
+/**
+ * A query cache as Drizzle's Upstash cache with `global: true` has it: every select cached, dropped when a write names
+ * one of its tables. A statement of idemkit's served from it would be a record as it once was.
+ */
+class EverythingCache extends Cache {
+  readonly entries = new Map<string, { response: unknown; tables: string[] }>();
+  override strategy() {
+    return "all" as const;
+  }
+  override async get(key: string) {
+    return this.entries.get(key)?.response as unknown[] | undefined;
+  }
+  override async put(key: string, response: unknown, tables: string[]) {
+    this.entries.set(key, { response, tables });
+  }
+  override async onMutate({ tables = [] }: MutationOption) {
+    const names = new Set(
+      [tables].flat().map((table: string | Table) => (typeof table === "string" ? table : getTableName(table))),
+    );
+    for (const [key, entry] of this.entries)
+      if (entry.tables.some((table) => names.has(table))) this.entries.delete(key);
+  }
+}
+
+/**
+ * An app's database as Drizzle lets it be made: a query cache on every select, and selects sent to a read replica
+ * (here a read-only connection to the same database, where a write fails), the primary kept for writes.
+ */
+async function openCachedWithReplica(serverUrl: string): Promise<typeof guarded> {
+  const database = await createDatabase(serverUrl);
+  const client = postgres(database.url, { max: 10, onnotice: () => {} });
+  const replica = postgres(database.url, {
+    max: 2,
+    onnotice: () => {},
+    connection: { default_transaction_read_only: true },
+  });
+  await migrate(drizzle({ client }), { migrationsFolder: MIGRATIONS_FOLDER });
+  const db = withReplicas(drizzle(client, { cache: new EverythingCache() }), [drizzle(replica)]);
+  return {
+    db: db as unknown as ReturnType<typeof drizzle>,
+    query: async (text, params = []) => client.unsafe(text, params as never[]),
+    async close() {
+      await Promise.all([client.end({ timeout: 5 }), replica.end({ timeout: 5 })]);
+      await database.drop();
+    },
+  };
+}
 
 async function openGuarded(serverUrl: string): Promise<typeof guarded> {
   const database = await createDatabase(serverUrl);
@@ -38,13 +89,14 @@ async function openGuarded(serverUrl: string): Promise<typeof guarded> {
 }
 
 beforeAll(async () => {
-  [pglite, server, nodePostgres, guarded] = await Promise.all([
+  [pglite, server, nodePostgres, guarded, cachedWithReplica] = await Promise.all([
     openPglite(),
     openPostgres(inject("postgresUrl")),
     openNodePostgres(inject("postgresUrl")),
     openGuarded(inject("postgresUrl")),
+    openCachedWithReplica(inject("postgresUrl")),
   ]);
-  for (const database of [pglite, server, nodePostgres, guarded]) {
+  for (const database of [pglite, server, nodePostgres, guarded, cachedWithReplica]) {
     await database.query("create table atomic_notes (marker text not null)");
   }
   elsewhereDatabase = await openPostgres(inject("postgresUrl"));
@@ -59,6 +111,7 @@ afterAll(async () => {
     server?.close(),
     nodePostgres?.close(),
     guarded?.close(),
+    cachedWithReplica?.close(),
     elsewhereDatabase?.close(),
   ]);
 });
@@ -73,6 +126,12 @@ describeStoreConformance("drizzleStore on PostgreSQL (node-postgres)", async () 
 describeStoreConformance("drizzleStore on PostgreSQL (postgres.js through guardedConnections)", async () => ({
   store: drizzleStore({ db: guarded.db }),
 }));
+describeStoreConformance(
+  "drizzleStore on PostgreSQL (postgres.js) behind a query cache and read replicas",
+  async () => ({
+    store: drizzleStore({ db: cachedWithReplica.db }),
+  }),
+);
 
 // A table under another name, in a schema of its own (a prefix that drizzle-kit's tablesFilter expects, say).
 const elsewhere = idempotencyKeysTable("app_idempotency_keys", pgSchema("idemkit_elsewhere"));
@@ -109,6 +168,10 @@ describeAtomicConformance("drizzleStore on PostgreSQL (node-postgres)", atomicSu
 describeAtomicConformance(
   "drizzleStore on PostgreSQL (postgres.js through guardedConnections)",
   atomicSubject(lazy(() => guarded)),
+);
+describeAtomicConformance(
+  "drizzleStore on PostgreSQL (postgres.js) behind a query cache and read replicas",
+  atomicSubject(lazy(() => cachedWithReplica)),
 );
 
 /** The database once beforeAll opened it: the suites are registered before it runs. */

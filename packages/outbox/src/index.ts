@@ -1,7 +1,6 @@
-export type { PurgeOptions } from "@idemkit/drizzle/internal";
 export type { Outbox, OutboxEventInput, OutboxOptions, OutboxTarget, PublishedEvent } from "./outbox.js";
 export { createOutbox, OutboxKeyReusedError, OutboxPayloadError } from "./outbox.js";
-export type { OutboxEventsTable, ProcessedEventsTable } from "./outbox-schema.js";
+export type { OutboxEventsTable, ProcessedEventsTable, PurgeOptions } from "./outbox-schema.js";
 export { outboxEvents, outboxEventsTable, processedEvents, processedEventsTable } from "./outbox-schema.js";
 export type { ProcessOnceOptions, ProcessOnceResult } from "./process-once.js";
 export { processOnce, purgeProcessedEvents } from "./process-once.js";

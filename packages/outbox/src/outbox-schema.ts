@@ -2,8 +2,9 @@
  * The tables behind effects that leave the request: the outbox, where a procedure writes the events its
  * transaction commits to (published afterwards by a relay), and the record of events a consumer has processed, so
  * that a redelivered event is skipped. Export them from your Drizzle schema as you do `idempotencyKeys`
- * (`export { outboxEvents, processedEvents } from "@idemkit/drizzle"`); the SQL is in this repository's `drizzle/`.
+ * (`export { outboxEvents, processedEvents } from "@idemkit/outbox"`); the SQL is in this repository's `drizzle/`.
  */
+import type { AnyPgDatabase } from "@idemkit/drizzle";
 import { sql } from "drizzle-orm";
 import {
   bigserial,
@@ -83,3 +84,14 @@ export const processedEvents = processedEventsTable();
 
 export type OutboxEventsTable = ReturnType<typeof outboxEventsTable<string>>;
 export type ProcessedEventsTable = ReturnType<typeof processedEventsTable<string>>;
+
+/** What a purge of one of these tables takes: the database, the cut-off, and optionally the table and batch. */
+export interface PurgeOptions<TTable> {
+  db: AnyPgDatabase;
+  /** Rows older than this go, in ms since the epoch. */
+  before: number;
+  /** The table, when it is not the default one. */
+  table?: TTable;
+  /** Rows deleted per statement. Default 1,000. */
+  batchSize?: number;
+}

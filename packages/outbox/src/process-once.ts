@@ -11,16 +11,8 @@
  */
 
 import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
-import {
-  isLockTimeout,
-  namedFor,
-  type PurgeOptions,
-  purgeInBatches,
-  qualifiedName,
-  run,
-  transactionOf,
-} from "@idemkit/drizzle/internal";
-import { type ProcessedEventsTable, processedEvents } from "./outbox-schema.js";
+import { isLockTimeout, namedFor, purgeInBatches, qualifiedName, run, transactionOf } from "@idemkit/drizzle/internal";
+import { type ProcessedEventsTable, type PurgeOptions, processedEvents } from "./outbox-schema.js";
 
 export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   /** The database the handler writes to: the record of processed events must be in it. */

@@ -7,9 +7,9 @@
  */
 
 import type { AnyPgDatabase } from "@idemkit/drizzle";
-import { type PurgeOptions, purgeInBatches, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
+import { purgeInBatches, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
-import { type OutboxEventsTable, outboxEvents } from "./outbox-schema.js";
+import { type OutboxEventsTable, outboxEvents, type PurgeOptions } from "./outbox-schema.js";
 
 /** What the relay reports, for logs and metrics. */
 export type RelayEvent =

@@ -13,21 +13,31 @@ export interface SqlExecutor {
 /**
  * Runs another library's SQL (positional `$1` parameters) in a Drizzle database or transaction, so what that library
  * writes commits or rolls back with the caller's own writes. It goes through `execute`, unprepared: its text is not
- * idemkit's, so it cannot be carried as a step (a statement with its own data-modifying WITH cannot be nested). Each
- * `$n` is sent as a parameter of its own where it appears, with the same value. Parameters are sent as node-postgres
- * would send them, which such libraries are written for, whatever driver the database is on: `undefined` as null
+ * idemkit's, so it cannot be carried as a step (a statement with its own data-modifying WITH cannot be nested).
+ * Each value is sent once, however often its `$n` appears (as the library wrote it, so PostgreSQL infers one type for
+ * all of them); the parameters are numbered in the order they first appear. Values are sent as node-postgres would
+ * send them, which such libraries are written for, whatever driver the database is on: `undefined` as null
  * (postgres.js would refuse it), a date as its ISO text and a plain object as its JSON text (Drizzle's postgres.js
  * session would pass both through unencoded).
  */
-export function sqlExecutor(executor: Executor): SqlExecutor {
+export function sqlExecutor(executor: Pick<Executor, "execute">): SqlExecutor {
   return {
     async executeSql(text, values = []) {
       const sent = values.map(asNodePostgresSends);
-      const parts = text.split(/\$(\d+)/);
-      const query = sql.join(
-        parts.map((part, index) => (index % 2 === 0 ? sql.raw(part) : sql.param(sent[Number(part) - 1] ?? null))),
-      );
-      return { rows: rowsOfResult(await dispatch(executor.execute(query))) };
+      // Drizzle numbers a query's parameters in the order they appear: a `$n` seen before refers to its number.
+      const numbers = new Map<string, number>();
+      const chunks = text.split(/\$(\d+)/).map((part, index) => {
+        if (index % 2 === 0) return sql.raw(part);
+        const number = numbers.get(part);
+        if (number !== undefined) return sql.raw(`$${number}`);
+        const position = Number(part) - 1;
+        if (!(position in sent)) {
+          throw new TypeError(`sqlExecutor: the SQL refers to $${part}, but ${sent.length} value(s) were given.`);
+        }
+        numbers.set(part, numbers.size + 1);
+        return sql.param(sent[position]);
+      });
+      return { rows: rowsOfResult(await dispatch(executor.execute(sql.join(chunks)))) };
     },
   };
 }

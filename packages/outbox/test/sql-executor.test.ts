@@ -22,6 +22,25 @@ describe.each(["postgres.js", "node-postgres", "PGlite"] satisfies Driver[])("sq
     expect(rows).toEqual([{ missing: true, same_time: true, order_id: "42", ids: 2, flag: true, next: 42 }]);
   });
 
+  it("sends a value once however often its $n appears, as pg-boss's insert refers to its start-after three times", async () => {
+    const { db } = databases[driver];
+    // One parameter, so one type (text, from right()): the cast in the branch not taken never sees "60". Sent as
+    // three parameters, the middle one would be typed timestamptz, and "60" would fail to bind.
+    const { rows } = await sqlExecutor(db).executeSql(
+      `select $2::int as second, case when right($1, 1) = 'Z' then cast($1 as timestamp with time zone) end as at,
+              coalesce($1, '0') as given`,
+      ["60", 2],
+    );
+    expect(rows).toEqual([{ second: 2, at: null, given: "60" }]);
+  });
+
+  it("refuses SQL that refers to a value it was not given, sending nothing", async () => {
+    const { db } = databases[driver];
+    await expect(sqlExecutor(db).executeSql("select $1::int + $2::int as sum", [1])).rejects.toThrow(
+      "sqlExecutor: the SQL refers to $2, but 1 value(s) were given.",
+    );
+  });
+
   it("writes in the caller's transaction: kept when it commits, gone when it rolls back", async () => {
     const { db, query } = databases[driver];
     const insert = "insert into notes (key) values ($1) returning key";

@@ -64,6 +64,16 @@ describe.each([
     expect(job).toMatchObject({ state: "created", data: { orderId: 1 } });
   });
 
+  it("sends a job to start later, as pg-boss's own send would (its start-after is one parameter used three times)", async () => {
+    const key = orderKey();
+    const before = Date.now();
+    const result = await database.db.transaction((tx) =>
+      jobs.send({ tx }, QUEUE, { orderId: 5 }, { key, startAfter: 60 }),
+    );
+    const job = await boss.getJobById(QUEUE, result.id, { includeArchive: false });
+    expect(job?.startAfter.getTime()).toBeGreaterThanOrEqual(before + 59_000);
+  });
+
   it("keeps two tenants' jobs with one key apart: a protected call's scope is part of the job's id", async () => {
     const key = "order-confirmation:42";
     const send = (scope: string, orderId: number) =>

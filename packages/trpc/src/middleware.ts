@@ -26,7 +26,7 @@ import {
   type Settlement,
   transactionBypassIn,
 } from "@idemkit/core";
-import { sha256Hex } from "@idemkit/core/internal";
+import { causeChain, sha256Hex } from "@idemkit/core/internal";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { toTRPCError } from "./errors.js";
 import { explicitKeyOf, httpFromContext, type IdempotencyHttp } from "./http.js";
@@ -248,10 +248,7 @@ export function idempotency<
 
 /** Whether `error` is `cause`, or was caused by it. */
 function causedBy(error: unknown, cause: unknown): boolean {
-  for (let current = error; typeof current === "object" && current !== null; ) {
-    if (current === cause) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
+  for (const current of causeChain(error)) if (current === cause) return true;
   return false;
 }
 

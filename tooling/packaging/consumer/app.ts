@@ -1,6 +1,7 @@
 /**
  * A user's server, written against the installed tarballs only: one protected mutation on PGlite, called twice with
- * one key. Prints what it saw as JSON for the packaging test.
+ * one key; and a body that cannot be parsed, then the corrected retry with its key, which runs (the refusal of the
+ * unreadable body is not stored). Prints what it saw as JSON for the packaging tests.
  */
 import { readFileSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
@@ -30,25 +31,30 @@ async function main(): Promise<void> {
         return { n: input.n * 2 };
       }),
   });
-  const call = () =>
+  const call = (key: string, body = JSON.stringify({ n: 21 })) =>
     fetchRequestHandler({
       endpoint: "/trpc",
       router,
       req: new Request("http://localhost/trpc/double", {
         method: "POST",
-        headers: { "content-type": "application/json", "idempotency-key": "consumer-key-1" },
-        body: JSON.stringify({ n: 21 }),
+        headers: { "content-type": "application/json", "idempotency-key": key },
+        body,
       }),
       createContext: ({ req, resHeaders }) => ({ req, resHeaders }),
     });
-  const first = await call();
-  const second = await call();
+  const first = await call("consumer-key-1");
+  const second = await call("consumer-key-1");
+  const runsBefore = runs;
+  const garbled = await call("consumer-key-2", '{"n": 21');
+  const corrected = await call("consumer-key-2");
   console.log(
     JSON.stringify({
-      runs,
+      runs: runsBefore,
       first: await first.text(),
       second: await second.text(),
       replayed: second.headers.get("idempotent-replayed"),
+      garbled: garbled.status,
+      corrected: { status: corrected.status, ran: runs === runsBefore + 1 },
     }),
   );
   await client.close();

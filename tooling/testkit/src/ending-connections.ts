@@ -27,16 +27,16 @@ export interface EndingConnections {
 /** Registers the file's setup and returns its database; see the file's comment. */
 export function endingConnections(): EndingConnections {
   let database: Awaited<ReturnType<typeof createDatabase>> | undefined;
-  let killer: postgres.Sql | undefined;
+  let admin: postgres.Sql | undefined;
   const pools: postgres.Sql[] = [];
   beforeAll(async () => {
     database = await createDatabase(inject("postgresUrl"));
-    killer = postgres(database.url, { max: 1, onnotice: () => {} });
-    await migrate(drizzle(killer), { migrationsFolder: MIGRATIONS_FOLDER });
+    admin = postgres(database.url, { max: 1, onnotice: () => {} });
+    await migrate(drizzle(admin), { migrationsFolder: MIGRATIONS_FOLDER });
   });
   afterAll(async () => {
     for (const pool of pools) await pool.end({ timeout: 1 });
-    await killer?.end({ timeout: 1 });
+    await admin?.end({ timeout: 1 });
     await database?.drop();
   });
   const ending: EndingConnections = {
@@ -45,8 +45,8 @@ export function endingConnections(): EndingConnections {
       return database.url;
     },
     get admin() {
-      if (!killer) throw new Error("endingConnections(): the connection exists once the file's tests run");
-      return killer;
+      if (!admin) throw new Error("endingConnections(): the connection exists once the file's tests run");
+      return admin;
     },
     track(pool) {
       pools.push(pool);
@@ -56,7 +56,9 @@ export function endingConnections(): EndingConnections {
       await ending.admin`select pg_terminate_backend(${Number(pid)})`;
     },
     async terminateBackendOf(tx) {
-      const [row] = (await tx.execute(sql`select pg_backend_pid() as pid`)) as unknown as Array<{ pid: number }>;
+      const result: unknown = await tx.execute(sql`select pg_backend_pid() as pid`);
+      // postgres.js answers with its rows; the other drivers with `{ rows }`.
+      const [row] = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ pid: number }>;
       await ending.terminate(row?.pid);
     },
   };
