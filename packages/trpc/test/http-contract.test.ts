@@ -4,13 +4,15 @@
  * against each, over real HTTP, with drizzleStore on PostgreSQL and on PGlite: statuses, bodies, headers and the
  * effects written through the idempotent transaction.
  */
-import { withIdempotency } from "@idemkit/core";
+import { type IdempotencyMode, withIdempotency } from "@idemkit/core";
 import { drizzleStore } from "@idemkit/drizzle";
-import { type Driver, type NotesDatabase, notesDatabases, serveFetch } from "@idemkit/testkit";
+import { type Driver, gate, type NotesDatabase, notesDatabases, serveFetch } from "@idemkit/testkit";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
 import { Hono } from "hono";
+import postgres from "postgres";
 import { afterEach, describe, expect, it } from "vitest";
 import { idempotency, idempotencyErrorData } from "../src/index.js";
 
@@ -29,6 +31,14 @@ interface Shop {
   runs(): number;
 }
 
+/** How a shop is set up: its store's database (default, the file's), its mode, and what an order waits for. */
+interface ShopOptions {
+  db?: NotesDatabase["db"];
+  mode?: IdempotencyMode;
+  /** Awaited by each order once it has started, before it answers. */
+  held?: Promise<void>;
+}
+
 /** What the order does with its item, the same behind each adapter. */
 type Outcome = { placed: string } | { notFound: string } | { failed: string };
 
@@ -38,26 +48,38 @@ function outcomeOf(item: string): Outcome {
   return { placed: item };
 }
 
+/** Writes the order's note: through the idempotent transaction in atomic mode, through the database in lease mode. */
+function writeNote(database: NotesDatabase, tx: NotesDatabase["db"] | undefined, key: string) {
+  return (tx ?? database.db).execute(sql`insert into notes (key) values (${key})`);
+}
+
 /** The Fetch adapter's handler: what a route handler exports as POST, and what Hono mounts. */
-function fetchHandler(database: NotesDatabase, counted: () => number) {
+function fetchHandler(database: NotesDatabase, counted: () => number, options: ShopOptions) {
   return withIdempotency(
     async (request, { tx, key }) => {
       counted();
+      await options.held;
       const { item } = (await request.json()) as { item: string };
       const outcome = outcomeOf(item);
       if ("notFound" in outcome) return Response.json({ error: outcome.notFound }, { status: 404 });
       if ("failed" in outcome) return Response.json({ error: outcome.failed }, { status: 500 });
-      await tx.execute(sql`insert into notes (key) values (${key})`);
+      await writeNote(database, tx as NotesDatabase["db"] | undefined, key);
       return Response.json({ item, at: globalThis.crypto.randomUUID() });
     },
-    { store: drizzleStore({ db: database.db }), scope: (request) => request.headers.get("x-user") ?? "anonymous" },
+    {
+      store: drizzleStore({ db: options.db ?? database.db }),
+      mode: options.mode ?? "atomic",
+      scope: (request) => request.headers.get("x-user") ?? "anonymous",
+    },
   );
 }
 
 const fetchCodeOf = async (answer: Response) => ((await answer.json()) as { error?: { code?: string } }).error?.code;
 
-const ADAPTERS: Record<string, (database: NotesDatabase) => Promise<{ url: string; shop: Omit<Shop, "order"> }>> = {
-  "the tRPC middleware": async (database) => {
+type Adapter = (database: NotesDatabase, options: ShopOptions) => Promise<{ url: string; shop: Omit<Shop, "order"> }>;
+
+const ADAPTERS: Record<string, Adapter> = {
+  "the tRPC middleware": async (database, options) => {
     let runs = 0;
     const t = initTRPC.context<{ req: Request; resHeaders: Headers }>().create({
       errorFormatter: ({ shape, error }) => ({
@@ -67,7 +89,8 @@ const ADAPTERS: Record<string, (database: NotesDatabase) => Promise<{ url: strin
     });
     const protectedProcedure = t.procedure.use(
       idempotency({
-        store: drizzleStore({ db: database.db }),
+        store: drizzleStore({ db: options.db ?? database.db }),
+        mode: options.mode ?? "atomic",
         scope: ({ ctx }) => ctx.req.headers.get("x-user") ?? "anonymous",
       }),
     );
@@ -76,10 +99,11 @@ const ADAPTERS: Record<string, (database: NotesDatabase) => Promise<{ url: strin
         .input((value) => value as { item: string })
         .mutation(async ({ input, ctx }) => {
           runs++;
+          await options.held;
           const outcome = outcomeOf(input.item);
           if ("notFound" in outcome) throw new TRPCError({ code: "NOT_FOUND", message: outcome.notFound });
           if ("failed" in outcome) throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: outcome.failed });
-          await ctx.idempotency.tx.execute(sql`insert into notes (key) values (${ctx.idempotency.key})`);
+          await writeNote(database, ctx.idempotency.tx as NotesDatabase["db"] | undefined, ctx.idempotency.key);
           return { item: input.item, at: globalThis.crypto.randomUUID() };
         }),
     });
@@ -102,16 +126,16 @@ const ADAPTERS: Record<string, (database: NotesDatabase) => Promise<{ url: strin
       },
     };
   },
-  "a Next.js route handler": async (database) => {
+  "a Next.js route handler": async (database, options) => {
     let runs = 0;
-    const POST = fetchHandler(database, () => runs++);
+    const POST = fetchHandler(database, () => runs++, options);
     const server = await serveFetch((request) => POST(request));
     closers.push(server);
     return { url: `${server.url}/api/orders`, shop: { runs: () => runs, codeOf: fetchCodeOf } };
   },
-  "a Hono app": async (database) => {
+  "a Hono app": async (database, options) => {
     let runs = 0;
-    const placeOrder = fetchHandler(database, () => runs++);
+    const placeOrder = fetchHandler(database, () => runs++, options);
     const app = new Hono();
     app.post("/orders", (c) => placeOrder(c.req.raw));
     const server = await serveFetch(async (request) => app.fetch(request));
@@ -120,9 +144,13 @@ const ADAPTERS: Record<string, (database: NotesDatabase) => Promise<{ url: strin
   },
 };
 
-async function open(adapter: string, driver: Driver): Promise<Shop & { notes(key: string): Promise<number> }> {
+async function open(
+  adapter: string,
+  driver: Driver,
+  options: ShopOptions = {},
+): Promise<Shop & { notes(key: string): Promise<number> }> {
   const database = databases[driver];
-  const { url, shop } = await (ADAPTERS[adapter] as (typeof ADAPTERS)[string])(database);
+  const { url, shop } = await (ADAPTERS[adapter] as Adapter)(database, options);
   return {
     ...shop,
     order: (item, key, user = "alice") =>
@@ -213,6 +241,35 @@ describe.each(Object.keys(ADAPTERS))("the HTTP contract through %s", (adapter) =
       const bobs = await shop.order("kettle", key, "bob");
       expect([bobs.status, bobs.headers.get("idempotent-replayed")]).toEqual([200, null]);
       expect([shop.runs(), await shop.notes(key)]).toEqual([2, 2]);
+    });
+    it("in lease mode, answers a duplicate that arrives while the first runs 409 with Retry-After, then replays", async () => {
+      const first = gate();
+      const shop = await open(adapter, driver, { mode: "lease", held: first.opened });
+      const key = newKey();
+      const running = shop.order("tea", key);
+      await expect.poll(() => shop.runs()).toBe(1);
+      const duplicate = await shop.order("tea", key);
+      expect(duplicate.status).toBe(409);
+      expect(duplicate.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(await shop.codeOf(duplicate)).toBe("IN_PROGRESS");
+      first.open();
+      const firstBody = await (await running).text();
+      const replay = await shop.order("tea", key);
+      expect([replay.status, await replay.text(), replay.headers.get("idempotent-replayed")]).toEqual([
+        200,
+        firstBody,
+        "true",
+      ]);
+      expect([shop.runs(), await shop.notes(key)]).toEqual([1, 1]);
+    });
+
+    it("answers 503 STORE_UNAVAILABLE while the database is away, and runs nothing", async () => {
+      const away = postgres("postgres://idemkit@127.0.0.1:1/away", { max: 1, connect_timeout: 1, onnotice: () => {} });
+      closers.push({ close: () => away.end({ timeout: 0 }) });
+      const shop = await open(adapter, driver, { db: drizzle({ client: away }) as unknown as NotesDatabase["db"] });
+      const answer = await shop.order("tea", newKey());
+      expect([answer.status, await shop.codeOf(answer)]).toEqual([503, "STORE_UNAVAILABLE"]);
+      expect(shop.runs()).toBe(0);
     });
   });
 });
