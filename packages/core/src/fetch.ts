@@ -12,6 +12,7 @@
  * location, ETag, ...); never `Set-Cookie` or anything else particular to the first client.
  */
 
+import { checkedScope, type IdempotencyContext, idempotencyContextOf } from "./context.js";
 import type {
   AtomicModeOptions,
   IdempotencyEngineOptions,
@@ -27,31 +28,13 @@ import { fingerprint, fingerprintAsync } from "./fingerprint.js";
 import { httpStatusOf } from "./http-status.js";
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./key.js";
 import { isStoredStatus } from "./outcome.js";
-import { sha256Hex } from "./sha256.js";
-import type { DefaultModeOf, IdempotencyStore, ModesOf } from "./store.js";
+import type { DefaultModeOf, IdempotencyStore, ModesOf, ModeTransaction } from "./store.js";
 
 /** What the handler gets for one protected request, beside the request itself. */
-export interface FetchIdempotency<Tx> {
-  /** The validated `Idempotency-Key` of this request. */
-  key: string;
-  /** The scope its record belongs to. */
-  scope: string;
-  /**
-   * Atomic mode: the transaction to write with. It commits with a stored 2xx; behind a stored 4xx its writes are
-   * rolled back (the refusal is stored, its effects are not). Lease mode: undefined.
-   */
-  tx: Tx;
-  /** Lease mode: aborts when the request's lease is lost, or at `procedureTimeoutMs`. Atomic mode: never aborts. */
-  signal: AbortSignal;
-  /** A stable key for a downstream call, the same on every retry of this request: `subKey("charge")`. */
-  subKey(name: string): string;
-}
+export type FetchIdempotency<Tx> = IdempotencyContext<Tx>;
 
 /** A Fetch handler that is handed its request's idempotency. */
 export type FetchHandler<Tx> = (request: Request, idempotency: FetchIdempotency<Tx>) => Response | Promise<Response>;
-
-type TransactionOfStore<TStore> = TStore extends IdempotencyStore<infer Tx> ? Tx : never;
-type TxOf<TStore, TMode> = TMode extends "lease" ? undefined : TransactionOfStore<TStore>;
 
 /**
  * Options of {@link withIdempotency}: the engine's, with those of the other mode refused at compile time (see
@@ -65,7 +48,7 @@ export type FetchIdempotencyOptions<
 /** What the Fetch adapter takes in either mode. */
 export interface FetchCommonOptions<TStore extends IdempotencyStore<unknown>, TMode extends IdempotencyMode>
   extends Omit<
-    IdempotencyEngineOptions<TransactionOfStore<TStore>>,
+    IdempotencyEngineOptions<ModeTransaction<TStore, "atomic">>,
     "store" | "mode" | keyof AtomicModeOptions | keyof LeaseModeOptions
   > {
   /** Where records live: `drizzleStore({ db })` in production, `memoryStore()` in unit tests. */
@@ -125,7 +108,7 @@ export function withIdempotency<
   TStore extends IdempotencyStore<unknown>,
   TMode extends IdempotencyMode = DefaultModeOf<TStore>,
 >(
-  handler: FetchHandler<TxOf<TStore, TMode>>,
+  handler: FetchHandler<ModeTransaction<TStore, TMode>>,
   options: FetchIdempotencyOptions<TStore, TMode>,
 ): (request: Request) => Promise<Response> {
   const {
@@ -143,15 +126,11 @@ export function withIdempotency<
     try {
       const path = pathOf(request);
       const key = parseIdempotencyKey(request.headers.get(IDEMPOTENCY_KEY_HEADER) ?? missingKey(path), path);
-      const scope = await scopeOf(request);
-      if (typeof scope !== "string" || scope.length === 0) {
-        throw new TypeError("withIdempotency(): scope() must return a non-empty string.");
-      }
+      const scope = checkedScope(await scopeOf(request), "withIdempotency()");
       const body = await boundedBody(request, maxBodyBytes, bodyTimeoutMs);
       const identity: IdempotentRequest = { scope, path, key, fingerprint: await fingerprintOf(request, body) };
-      const subKey = (name: string) => sha256Hex(JSON.stringify([scope, path, key, name])).slice(0, 40);
-      const run = await engine.run(identity, async ({ tx, signal }): Promise<Settlement<Response>> => {
-        const idempotency = { key, scope, tx: tx as TxOf<TStore, TMode>, signal, subKey };
+      const run = await engine.run(identity, async (execution): Promise<Settlement<Response>> => {
+        const idempotency = idempotencyContextOf<ModeTransaction<TStore, TMode>>(identity, execution);
         const answer = await handler(rebuilt(request, body), idempotency);
         if (!isStoredStatus(answer.status, { storeServerErrors })) return { value: answer, response: undefined };
         const { stored, bytes } = await storedBodyOf(answer);

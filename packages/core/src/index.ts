@@ -4,6 +4,8 @@
  * (modes, errors, headers); and what store authors need (the store contract, `replacement`, `memoryStore` as a
  * model). What idemkit's own packages share beyond that is at `@idemkit/core/internal`, with no such promise.
  */
+
+export type { IdempotencyContext } from "./context.js";
 export type {
   AtomicModeOptions,
   Execution,
@@ -47,6 +49,7 @@ export type {
   IdempotencyStore,
   LeaseStore,
   ModesOf,
+  ModeTransaction,
   RecordId,
   StoredRecord,
   StoredResponse,

@@ -3,8 +3,11 @@
  * and the client's retry maths. Names and signatures here may change in any release; the engine, fingerprints and
  * key parsing are public, in `@idemkit/core`.
  */
+
+export { checkedScope, idempotencyContextOf } from "./context.js";
 export { causeChain } from "./errors.js";
 export { canonicalJson } from "./fingerprint.js";
+export { downstreamKey } from "./key.js";
 export type { AnswerSeen } from "./outcome.js";
 export { isRetryableAnswer, isStoredStatus } from "./outcome.js";
 export type { RetryState } from "./retry.js";

@@ -4,6 +4,8 @@
  * Anything else is refused before a store is touched, so a bad key can never claim a record.
  */
 import { IdempotencyError, IdempotencyErrorCode } from "./errors.js";
+import { sha256Hex } from "./sha256.js";
+import type { RecordId } from "./store.js";
 
 /** The header name, in the casing the draft uses. HTTP header names are case-insensitive. */
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
@@ -53,4 +55,12 @@ function unquote(value: string): string | undefined {
     out += char;
   }
   return out;
+}
+
+/**
+ * The stable key of a protected call's downstream call `name` (a payment provider's, another service's): the same
+ * on every retry of the call, so that the downstream call is idempotent too. Every adapter's `subKey`.
+ */
+export function downstreamKey(id: RecordId, name: string): string {
+  return sha256Hex(JSON.stringify([id.scope, id.path, id.key, name])).slice(0, 40);
 }

@@ -140,6 +140,13 @@ export type DefaultModeOf<TStore> = TStore extends { readonly atomic: object }
     ? "lease"
     : "atomic" | "lease";
 
+/** The transaction a store hands a protected call in `TMode`: its own in atomic mode, none in lease mode. */
+export type ModeTransaction<TStore, TMode> = TMode extends "lease"
+  ? undefined
+  : TStore extends IdempotencyStore<infer Tx>
+    ? Tx
+    : never;
+
 /** How long a duplicate waits for the call holding its key in atomic mode, unless the store says otherwise. */
 export const DEFAULT_WAIT_MS = 5_000;
 

@@ -1,9 +1,9 @@
-export type { IdempotencyOutcomeAnswer } from "@idemkit/core";
+export type { IdempotencyContext, IdempotencyOutcomeAnswer } from "@idemkit/core";
 export type { IdempotencyErrorData } from "./errors.js";
 export { idempotencyErrorData, toTRPCError } from "./errors.js";
 export type { IdempotencyHttp } from "./http.js";
 export { httpFromContext, withIdempotencyKey } from "./http.js";
-export type { IdempotencyContext, IdempotencyOptions } from "./middleware.js";
+export type { IdempotencyOptions } from "./middleware.js";
 export { idempotency } from "./middleware.js";
 export type {
   OutcomeLookupInput,

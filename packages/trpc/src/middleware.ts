@@ -14,6 +14,7 @@ import {
   fingerprintAsync,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
+  type IdempotencyContext,
   IdempotencyError,
   IdempotencyErrorCode,
   type IdempotencyEvent,
@@ -22,45 +23,18 @@ import {
   isIdempotencyError,
   type ModeOptions,
   type ModesOf,
+  type ModeTransaction,
   parseIdempotencyKey,
   type Settlement,
   transactionBypassIn,
 } from "@idemkit/core";
-import { causeChain, sha256Hex } from "@idemkit/core/internal";
+import { causeChain, checkedScope, idempotencyContextOf } from "@idemkit/core/internal";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { toTRPCError } from "./errors.js";
 import { explicitKeyOf, httpFromContext, type IdempotencyHttp } from "./http.js";
 import { storableStatus } from "./outcome.js";
 import { replayedResult } from "./replay.js";
 import { type IdempotencyTransformer, outputTransformer, type StoredBody } from "./stored-body.js";
-
-/** The transaction type a store hands to procedures in atomic mode. */
-type TransactionOfStore<TStore> = TStore extends IdempotencyStore<infer Tx> ? Tx : never;
-
-/** What a protected procedure finds on `ctx.idempotency`. */
-export interface IdempotencyContext<Tx> {
-  /** The validated `Idempotency-Key` of this call. */
-  key: string;
-  /** The scope this call's record belongs to. */
-  scope: string;
-  /**
-   * Atomic mode: the transaction to write with. Writes made through it commit together with the stored
-   * result, or not at all. Lease mode: undefined (so typed, when the mode is known from the store or `mode`).
-   */
-  tx: Tx;
-  /**
-   * Lease mode: aborts when this call's lease is lost (another request took the key over, or the call held it
-   * past `maxHoldMs`), so its result can no longer be stored, or when it ran past `procedureTimeoutMs` and its
-   * client was answered: stop what is still to do. Atomic mode: never aborts.
-   */
-  signal: AbortSignal;
-  /**
-   * A stable key for a downstream call (a payment provider, another service), derived from this call's scope,
-   * procedure and key: every retry of this call derives the same one, so the downstream call is idempotent
-   * too. `name` tells several downstream calls of one procedure apart.
-   */
-  subKey(name: string): string;
-}
 
 /** What every protected mutation takes, whatever its mode. */
 export interface IdempotencyCommonOptions<TCtx extends object, TStore extends IdempotencyStore<unknown>, TMode> {
@@ -143,7 +117,7 @@ export function idempotency<
   TMode extends IdempotencyMode = DefaultModeOf<TStore>,
   TDbKey extends Extract<keyof TCtx, string> = never,
 >(options: IdempotencyOptions<TCtx, TStore, TMode, TDbKey>) {
-  type Tx = TMode extends "lease" ? undefined : TransactionOfStore<TStore>;
+  type Tx = ModeTransaction<TStore, TMode>;
   type Overrides = { idempotency: IdempotencyContext<Tx> } & { [K in TDbKey]: Tx };
   const { scope: scopeOf, storeServerErrors = false, http = httpFromContext } = options;
   // Refused by the types outside atomic mode; read as it is, for callers without them (JavaScript).
@@ -194,13 +168,7 @@ export function idempotency<
             "the idempotent transaction. Give the store the same `db` your context holds.",
         });
       }
-      const scope = await scopeOf({ ctx });
-      if (typeof scope !== "string" || scope.length === 0) {
-        throw new TRPCError({
-          code: "INTERNAL_SERVER_ERROR",
-          message: "idempotency(): scope() must return a non-empty string.",
-        });
-      }
+      const scope = checkedScope(await scopeOf({ ctx }), "idempotency()");
       // A mutation without input may come with no body at all, which tRPC only fails to parse when something
       // asks for the input. Such a call is fingerprinted as having no input; should the procedure ask for it
       // anyway, its parser fails as it would without this middleware (with the error tRPC's adapter read it with,
@@ -210,11 +178,10 @@ export function idempotency<
         (error: unknown) => ({ value: undefined, unreadable: { error } }),
       );
       const request = { scope, path, key, fingerprint: await fingerprintOf(input.value) };
-      const subKey = (name: string) => sha256Hex(JSON.stringify([scope, path, key, name])).slice(0, 40);
 
-      const run = await engine.run(request, async ({ tx, signal }) => {
-        const idempotencyContext: IdempotencyContext<Tx> = { key, scope, tx: tx as Tx, signal, subKey };
-        const overrides = { idempotency: idempotencyContext, ...(dbKey !== undefined && { [dbKey]: tx }) };
+      const run = await engine.run(request, async (execution) => {
+        const idempotencyContext = idempotencyContextOf<Tx>(request, execution);
+        const overrides = { idempotency: idempotencyContext, ...(dbKey !== undefined && { [dbKey]: execution.tx }) };
         const result = explainBypass(await opts.next({ ctx: overrides as Overrides }));
         return settle(result, !(input.unreadable && !result.ok && causedBy(result.error, input.unreadable.error)));
       });
