@@ -6,6 +6,7 @@ import { type createIdempotencyEngine, memoryStore, withIdempotency } from "@ide
 import type { describeStoreConformance, fireDuplicates } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
 import type { guardedConnections } from "@idemkit/drizzle/postgres-js";
+import { type IdempotencyKeyField, idempotentAction } from "@idemkit/next";
 import { createOutbox, type outboxEvents, type processOnce } from "@idemkit/outbox";
 import { createJobs, type jobIdFor } from "@idemkit/pg-boss";
 import { expectOneKeyPerAction, type watchMutations } from "@idemkit/playwright";
@@ -23,6 +24,7 @@ export type Entries = [
   typeof drizzleStore,
   typeof idempotencyKeys,
   typeof guardedConnections,
+  typeof IdempotencyKeyField,
   typeof outboxEvents,
   typeof processOnce,
   typeof jobIdFor,
@@ -51,6 +53,8 @@ export function misuse(): void {
   idempotencyHeaders({});
   // @ts-expect-error the store needs a database
   drizzleStore({});
+  // @ts-expect-error an action needs its name, the action and its options
+  idempotentAction(async () => ({}));
   // @ts-expect-error an outbox's clock is a function
   createOutbox({ now: 42 });
   // @ts-expect-error jobs need a pg-boss and a database

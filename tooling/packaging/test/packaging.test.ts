@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const CONSUMER = fileURLToPath(new URL("../consumer/", import.meta.url));
-const PACKAGES = ["core", "drizzle", "outbox", "trpc", "react", "pg-boss", "redis", "playwright"] as const;
+const PACKAGES = ["core", "drizzle", "outbox", "next", "trpc", "react", "pg-boss", "redis", "playwright"] as const;
 /** What the consumer app imports besides idemkit, at the versions the workspace tests with. */
 const THIRD_PARTY = [
   "@electric-sql/pglite",
@@ -31,6 +31,7 @@ const THIRD_PARTY = [
   "@types/node",
   "@types/react",
   "drizzle-orm",
+  "next",
   "pg-boss",
   "react",
   "vitest",

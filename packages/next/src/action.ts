@@ -1,0 +1,260 @@
+/**
+ * `idempotentAction()`: a Next.js Server Action that runs once per user action. The key comes in the form, from the
+ * hidden field the form rendered with (`IdempotencyKeyField`), so a form works without JavaScript: the same rendered
+ * form submitted twice has one effect. Built on `@idemkit/core`'s public engine, as the Fetch adapter is:
+ *
+ *   FormData ─▶ key field, scope, fields ─▶ engine.run ─┬─ first: the action ─▶ its value, stored
+ *                                                       ├─ duplicate: the stored value (or the same redirect, 404)
+ *                                                       └─ refused: an ActionRefusal value the form can show
+ *
+ * What is compared between two submissions with one key is the form's fields and files, without the key and
+ * without the fields React adds (`$ACTION_…`): one rendered form is one action, so neither the previous state that
+ * `useActionState` passes nor arguments bound with `.bind()` are part of it.
+ *
+ * With JavaScript, a form keeps its key until the page renders it again: a value that asks the user to correct the
+ * form (a validation error) should not be stored (`stores`), so that the corrected form, sent with the same key,
+ * runs; the client hook of issue 26 mints a new key per user action.
+ */
+import {
+  createIdempotencyEngine,
+  type DefaultModeOf,
+  fingerprintAsync,
+  type IdempotencyContext,
+  type IdempotencyEngineOptions,
+  IdempotencyError,
+  IdempotencyErrorCode,
+  type IdempotencyMode,
+  type IdempotencyStore,
+  isIdempotencyError,
+  type ModeOptions,
+  type ModesOf,
+  type ModeTransaction,
+  parseIdempotencyKey,
+  type Settlement,
+} from "@idemkit/core";
+import { checkedScope, idempotencyContextOf } from "@idemkit/core/internal";
+import { isControlFlow, replayControlFlow, type StoredControlFlow, storedControlFlow } from "./control-flow.js";
+import { IDEMPOTENCY_KEY_FIELD } from "./key-field.js";
+
+/**
+ * What the action gets for one submission, before its own arguments: in atomic mode its `tx` commits with the
+ * stored value, and a `notFound()` rolls its writes back.
+ */
+export type ActionIdempotency<Tx> = IdempotencyContext<Tx>;
+
+/**
+ * A submission idemkit refused, returned as the action's value so that the form can show it: its key missing or
+ * malformed, used before with other fields, still running elsewhere, or the database away (`retryable`: submitting
+ * the same form again can succeed, after `retryAfterMs` when given). Nothing ran.
+ */
+export interface ActionRefusal {
+  idempotencyError: {
+    code: IdempotencyErrorCode;
+    message: string;
+    retryable: boolean;
+    retryAfterMs: number | undefined;
+  };
+}
+
+/** Whether an action's value is a refusal: `if (isActionRefusal(state)) show(state.idempotencyError.message)`. */
+export function isActionRefusal(value: unknown): value is ActionRefusal {
+  return typeof value === "object" && value !== null && "idempotencyError" in value;
+}
+
+/** How an action's value is stored and read back: JSON by default; superjson's pair keeps dates, maps and sets. */
+export interface ActionTransformer {
+  serialize(value: unknown): unknown;
+  deserialize(value: unknown): unknown;
+}
+
+/** Options of {@link idempotentAction}: the engine's, those of the other mode refused at compile time. */
+export type IdempotentActionOptions<
+  TStore extends IdempotencyStore<unknown>,
+  TMode extends IdempotencyMode,
+> = ActionCommonOptions<TStore, TMode> & ModeOptions<TMode>;
+
+/** What `idempotentAction` takes in either mode. */
+export interface ActionCommonOptions<TStore extends IdempotencyStore<unknown>, TMode extends IdempotencyMode>
+  extends Omit<IdempotencyEngineOptions<ModeTransaction<TStore, "atomic">>, "store" | "mode"> {
+  /** Where records live: `drizzleStore({ db })`. */
+  store: TStore;
+  /** `atomic` (the default with a store that has it) or `lease`. */
+  mode?: TMode & ModesOf<TStore>;
+  /**
+   * Who owns the record: the signed-in user or tenant (read from `cookies()` or your auth). Required, so one user can
+   * never replay or block another's submission.
+   */
+  scope: () => string | Promise<string>;
+  /** How the value is stored. Default: JSON, which a value that is not plain JSON is refused by. */
+  transformer?: ActionTransformer;
+  /**
+   * Whether a value is the action's answer to its key, stored and sent again to every resubmission (the default,
+   * for every value), or one that leaves the form to be corrected and sent again with the same key (a validation
+   * error: return false for it), which keeps nothing.
+   */
+  stores?: (value: unknown) => boolean;
+}
+
+/** A stored submission: the value the action returned, or how Next.js ended it. */
+type StoredAction = { returned: true; value?: unknown } | { ended: StoredControlFlow };
+
+/** What a first run ends with, beside what is stored. */
+type Ending<TResult> = { value: TResult } | { thrown: unknown };
+
+/**
+ * The value as JSON, refused loudly when JSON would not give the same value back (a Date, a Map, a class, a cycle).
+ * An object's undefined properties are left out, as JSON leaves them out.
+ */
+const JSON_TRANSFORMER: ActionTransformer = {
+  serialize(value) {
+    if (value !== undefined && !isPlainJson(value, new Set())) {
+      throw new TypeError(
+        "idempotentAction(): the action's value is not plain JSON, so its replay would differ; return plain data, " +
+          "or pass a transformer (superjson's serialize and deserialize).",
+      );
+    }
+    return value;
+  },
+  deserialize: (value) => value,
+};
+
+function isPlainJson(value: unknown, within: Set<object>): boolean {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
+  if (typeof value === "number") return Number.isFinite(value);
+  if (typeof value !== "object" || within.has(value)) return false;
+  within.add(value);
+  try {
+    if (Array.isArray(value)) {
+      return value.length === Object.keys(value).length && value.every((item) => isPlainJson(item, within));
+    }
+    const prototype = Object.getPrototypeOf(value);
+    if (prototype !== Object.prototype && prototype !== null) return false;
+    return Object.values(value).every((item) => item === undefined || isPlainJson(item, within));
+  } finally {
+    within.delete(value);
+  }
+}
+
+/**
+ * Protects a Server Action: each submission needs the form's key field (render `IdempotencyKeyField` in the form),
+ * the first runs, its duplicates get its value again (or the same `redirect()`, the same `notFound()`), one that
+ * arrives while it runs waits for it (atomic mode) or is refused as in progress, and the key with other fields is
+ * refused. Refusals are returned as {@link ActionRefusal} values; a thrown error releases the key and is thrown on.
+ * Under `useActionState` a refusal comes back as the next previous state: the wrapped action's type says so.
+ *
+ *   "use server";
+ *   export const placeOrder = idempotentAction("checkout.placeOrder",
+ *     async ({ tx }, previous: OrderState, form: FormData) => ({ orderId: await insertOrder(tx, form) }),
+ *     { store: drizzleStore({ db }), scope: async () => (await currentUser()).id });
+ *
+ * `name` is the action's name in its records: keep it stable across deploys. A first submission's cookies and
+ * revalidated paths are not sent again to its resubmissions.
+ */
+export function idempotentAction<
+  TArgs extends unknown[],
+  TResult,
+  TStore extends IdempotencyStore<unknown>,
+  TMode extends IdempotencyMode = DefaultModeOf<TStore>,
+>(
+  name: string,
+  action: (idempotency: ActionIdempotency<ModeTransaction<TStore, TMode>>, ...args: TArgs) => Promise<TResult>,
+  options: IdempotentActionOptions<TStore, TMode>,
+): IdempotentAction<TArgs, TResult> {
+  if (typeof name !== "string" || name.length === 0) {
+    throw new TypeError("idempotentAction(): name the action (a non-empty string, stable across deploys).");
+  }
+  const { scope: scopeOf, transformer = JSON_TRANSFORMER, stores = () => true, ...engineOptions } = options;
+  const engine = createIdempotencyEngine<unknown>(engineOptions as IdempotencyEngineOptions<unknown>);
+
+  const protectedAction = async (...args: TArgs): Promise<TResult | ActionRefusal> => {
+    let ending: Ending<TResult> | undefined;
+    try {
+      // The submitted form: the last argument that is one (bound arguments come first, the previous state next).
+      const form = args.findLast((arg): arg is FormData => arg instanceof FormData);
+      const key = parseIdempotencyKey(keyFieldOf(form, name), name);
+      const scope = checkedScope(await scopeOf(), "idempotentAction()");
+      const request = { scope, path: name, key, fingerprint: await fieldsFingerprint(form as FormData) };
+      const run = await engine.run(request, async (execution): Promise<Settlement<undefined>> => {
+        const idempotency = idempotencyContextOf<ModeTransaction<TStore, TMode>>(request, execution);
+        try {
+          const value = await action(idempotency, ...args);
+          ending = { value };
+          if (!stores(value)) return { value: undefined, response: undefined };
+          return stored(200, { returned: true, value: transformer.serialize(value) });
+        } catch (error) {
+          const kept = isControlFlow(error) ? storedControlFlow(error) : undefined;
+          // The action's own failure, or control flow a replay does not repeat: nothing is kept, a retry runs again.
+          if (!kept) throw error;
+          ending = { thrown: error };
+          return stored("redirect" in kept ? 303 : 404, { ended: kept });
+        }
+      });
+      if (run.replayed) return replayOf(JSON.parse(run.response.body) as StoredAction, transformer) as TResult;
+    } catch (error) {
+      if (!isIdempotencyError(error)) throw error;
+      return refusalOf(error);
+    }
+    if (ending && "thrown" in ending) throw ending.thrown;
+    return (ending as { value: TResult }).value;
+  };
+  return protectedAction as IdempotentAction<TArgs, TResult>;
+}
+
+/**
+ * The protected action's type: its own arguments, its value or a refusal; under `useActionState` (a previous state,
+ * then the form) the previous state may be a refusal too, as `useActionState` hands the last value back.
+ */
+export type IdempotentAction<TArgs extends unknown[], TResult> = TArgs extends [infer TPrevious, FormData]
+  ? (previous: TPrevious | ActionRefusal, form: FormData) => Promise<TResult | ActionRefusal>
+  : (...args: TArgs) => Promise<TResult | ActionRefusal>;
+
+function stored(status: number, answer: StoredAction): Settlement<undefined> {
+  return { value: undefined, response: { status, body: JSON.stringify(answer) } };
+}
+
+/** The key field's value, or the refusal of a submission without one. */
+function keyFieldOf(form: FormData | undefined, name: string): string {
+  const field = form?.get(IDEMPOTENCY_KEY_FIELD);
+  if (typeof field === "string") return field;
+  throw new IdempotencyError(
+    IdempotencyErrorCode.KEY_MISSING,
+    `${name} is an idempotent action: its form needs the "${IDEMPOTENCY_KEY_FIELD}" field (render ` +
+      "<IdempotencyKeyField /> inside the <form>), and it must be called with that form's FormData.",
+  );
+}
+
+/** The form's fields and files, without the key and without what React adds to a form (`$ACTION_…`). */
+function fieldsFingerprint(form: FormData): Promise<string> {
+  const fields = [...form.entries()].filter(
+    ([field]) => field !== IDEMPOTENCY_KEY_FIELD && !field.startsWith("$ACTION_"),
+  );
+  return fingerprintAsync({ fields });
+}
+
+function replayOf(answer: StoredAction, transformer: ActionTransformer): unknown {
+  if ("ended" in answer) return replayControlFlow(answer.ended);
+  return answer.value === undefined ? undefined : transformer.deserialize(answer.value);
+}
+
+/**
+ * What a form's user is told, by code: the engine's messages speak of requests, headers and bodies. The others
+ * (a missing key, a misconfigured store) are for the developer, and keep the engine's words.
+ */
+const FORM_MESSAGES: Partial<Record<IdempotencyErrorCode, string>> = {
+  [IdempotencyErrorCode.FINGERPRINT_MISMATCH]:
+    "This form was already sent with other values. Reload the page to send it again with these.",
+  [IdempotencyErrorCode.IN_PROGRESS]: "This form is still being sent. Try again in a moment.",
+  [IdempotencyErrorCode.STORE_UNAVAILABLE]:
+    "This could not be saved just now, and nothing was done. Send the form again.",
+};
+
+function refusalOf(error: IdempotencyError): ActionRefusal {
+  return {
+    idempotencyError: {
+      code: error.code,
+      message: FORM_MESSAGES[error.code] ?? error.message,
+      retryable: error.retryable,
+      retryAfterMs: error.retryAfterMs,
+    },
+  };
+}

@@ -1,0 +1,290 @@
+/**
+ * `idempotentAction` as Next.js calls a Server Action: with the submitted form's FormData (after the previous state,
+ * under `useActionState`), against drizzleStore on PostgreSQL and PGlite. What a user relies on: one order per
+ * rendered form, the same answer to every resubmission, refusals the form can show, and `redirect()` and
+ * `notFound()` ending a resubmission as they ended the first.
+ */
+import { drizzleStore } from "@idemkit/drizzle";
+import { type Driver, gate, type NotesDatabase, notesDatabases } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
+import { notFound, redirect } from "next/navigation.js";
+import postgres from "postgres";
+import { renderToStaticMarkup } from "react-dom/server";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import {
+  type ActionRefusal,
+  IDEMPOTENCY_KEY_FIELD,
+  IdempotencyKeyField,
+  idempotentAction,
+  isActionRefusal,
+} from "../src/index.js";
+import { keyInput } from "../src/key-field.js";
+
+const databases = notesDatabases(4);
+
+interface OrderState {
+  orderId?: number;
+  error?: string;
+}
+
+/** A checkout action as an app writes it for `useActionState`, counting its runs. */
+function checkout(database: NotesDatabase, { held }: { held?: Promise<void> } = {}) {
+  let runs = 0;
+  const placeOrder = idempotentAction(
+    "checkout.placeOrder",
+    async ({ tx, key }, _previous: OrderState, form: FormData): Promise<OrderState> => {
+      runs++;
+      await held;
+      const item = String(form.get("item"));
+      if (item === "") return { error: "Choose an item" };
+      await tx.execute(sql`insert into notes (key) values (${key})`);
+      if (item === "gone") notFound();
+      if (form.get("next") === "receipt") redirect(`/orders/${runs}?from=checkout;1`);
+      if (item === "broken") throw new Error("the warehouse is down");
+      return { orderId: runs };
+    },
+    {
+      store: drizzleStore({ db: database.db }),
+      scope: async () => "alice",
+      // A state that asks for a correction is not the answer to the key: the corrected form runs with it.
+      stores: (state) => (state as OrderState).error === undefined,
+    },
+  );
+  const notes = async (key: string) => {
+    const rows = await database.query<{ n: number }>("select count(*)::int as n from notes where key = $1", [key]);
+    return rows[0]?.n ?? 0;
+  };
+  return { placeOrder, runs: () => runs, notes };
+}
+
+/** The FormData a rendered form submits: its fields, its key, and the fields React adds (`$ACTION_…`). */
+function submission(key: string | undefined, fields: Record<string, string>, actionKey = "k1") {
+  const form = new FormData();
+  if (key !== undefined) form.set(IDEMPOTENCY_KEY_FIELD, key);
+  for (const [field, value] of Object.entries(fields)) form.set(field, value);
+  form.set("$ACTION_REF_1", "");
+  form.set("$ACTION_KEY", actionKey);
+  return form;
+}
+
+const newKey = () => globalThis.crypto.randomUUID();
+const digestOf = (error: unknown) => (error as { digest?: string }).digest;
+
+describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on %s", (driver) => {
+  it("runs the first submission; a resubmission of the rendered form gets its state again, and nothing runs twice", async () => {
+    const shop = checkout(databases[driver]);
+    const key = newKey();
+    expect(await shop.placeOrder({}, submission(key, { item: "tea" }))).toEqual({ orderId: 1 });
+    // Another previous state and another $ACTION_KEY (a remount): the same rendered form all the same.
+    expect(await shop.placeOrder({ orderId: 9 }, submission(key, { item: "tea" }, "k2"))).toEqual({ orderId: 1 });
+    expect([shop.runs(), await shop.notes(key)]).toEqual([1, 1]);
+  });
+
+  it("runs concurrent submissions of one form once, and each gets its state", async () => {
+    const shop = checkout(databases[driver]);
+    const key = newKey();
+    const states = await Promise.all(
+      Array.from({ length: 5 }, () => shop.placeOrder({}, submission(key, { item: "tea" }))),
+    );
+    expect(states).toEqual(states.map(() => ({ orderId: 1 })));
+    expect([shop.runs(), await shop.notes(key)]).toEqual([1, 1]);
+  });
+
+  it("refuses a form without its key field, or with a malformed key, as a value the form can show", async () => {
+    const shop = checkout(databases[driver]);
+    const missing = await shop.placeOrder({}, submission(undefined, { item: "tea" }));
+    expect(isActionRefusal(missing) && missing.idempotencyError).toMatchObject({
+      code: "KEY_MISSING",
+      retryable: false,
+      message: expect.stringContaining("<IdempotencyKeyField />"),
+    });
+    const malformed = await shop.placeOrder({}, submission("not a key", { item: "tea" }));
+    expect(isActionRefusal(malformed) && malformed.idempotencyError.code).toBe("KEY_INVALID");
+    expect(shop.runs()).toBe(0);
+  });
+
+  it("refuses the key with other fields, and keeps the first state", async () => {
+    const shop = checkout(databases[driver]);
+    const key = newKey();
+    await shop.placeOrder({}, submission(key, { item: "tea" }));
+    const other = await shop.placeOrder({}, submission(key, { item: "kettle" }));
+    expect(isActionRefusal(other) && other.idempotencyError.code).toBe("FINGERPRINT_MISMATCH");
+    expect(await shop.placeOrder({}, submission(key, { item: "tea" }))).toEqual({ orderId: 1 });
+    expect(shop.runs()).toBe(1);
+  });
+
+  it("keeps nothing of a state that asks for a correction, so the corrected form runs with the same key", async () => {
+    const shop = checkout(databases[driver]);
+    const key = newKey();
+    expect(await shop.placeOrder({}, submission(key, { item: "" }))).toEqual({ error: "Choose an item" });
+    expect(await shop.placeOrder({ error: "Choose an item" }, submission(key, { item: "tea" }))).toEqual({
+      orderId: 2,
+    });
+    expect(await shop.placeOrder({}, submission(key, { item: "tea" }))).toEqual({ orderId: 2 });
+    expect([shop.runs(), await shop.notes(key)]).toEqual([2, 1]);
+  });
+
+  it("compares files by their bytes, and passes bound arguments through without comparing them", async () => {
+    const database = databases[driver];
+    let runs = 0;
+    const upload = idempotentAction(
+      "documents.upload",
+      async (_idempotency, folder: string, form: FormData) => {
+        runs++;
+        return { folder, size: (form.get("file") as File).size };
+      },
+      { store: drizzleStore({ db: database.db }), scope: () => "alice" },
+    );
+    const key = newKey();
+    const withFile = (text: string) => {
+      const form = submission(key, {});
+      form.set("file", new File([text], "note.txt"));
+      return form;
+    };
+    const intoInbox = upload.bind(null, "inbox");
+    expect(await intoInbox(withFile("hello"))).toEqual({ folder: "inbox", size: 5 });
+    expect(await intoInbox(withFile("hello"))).toEqual({ folder: "inbox", size: 5 });
+    const other = await intoInbox(withFile("hello, world"));
+    expect(isActionRefusal(other) && other.idempotencyError.code).toBe("FINGERPRINT_MISMATCH");
+    expect(runs).toBe(1);
+  });
+
+  it("keeps the order of an action that redirects, and redirects its resubmission to the same place", async () => {
+    const shop = checkout(databases[driver]);
+    const key = newKey();
+    const form = () => submission(key, { item: "tea", next: "receipt" });
+    const first = await shop.placeOrder({}, form()).catch((thrown: unknown) => thrown);
+    // Outside a request Next.js redirects with "replace", inside an action with "push": the replay keeps either.
+    expect(digestOf(first)).toMatch(/^NEXT_REDIRECT;(push|replace);\/orders\/1\?from=checkout;1;307;$/);
+    const again = await shop.placeOrder({}, form()).catch((thrown: unknown) => thrown);
+    expect(digestOf(again)).toBe(digestOf(first));
+    expect([shop.runs(), await shop.notes(key)]).toEqual([1, 1]);
+  });
+
+  it("answers a resubmission of an action that called notFound() with notFound() again, its writes undone", async () => {
+    const shop = checkout(databases[driver]);
+    const key = newKey();
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const thrown = await shop.placeOrder({}, submission(key, { item: "gone" })).catch((error: unknown) => error);
+      expect(digestOf(thrown)).toBe("NEXT_HTTP_ERROR_FALLBACK;404");
+    }
+    expect([shop.runs(), await shop.notes(key)]).toEqual([1, 0]);
+  });
+
+  it("answers a failure that merely wraps a redirect as the failure it is, keeping nothing", async () => {
+    const database = databases[driver];
+    let runs = 0;
+    const wrapped = idempotentAction(
+      "checkout.wrapped",
+      async (_idempotency, _form: FormData) => {
+        runs++;
+        try {
+          redirect("/elsewhere");
+        } catch (cause) {
+          throw new Error("could not finish", { cause });
+        }
+      },
+      { store: drizzleStore({ db: database.db }), scope: () => "alice" },
+    );
+    const key = newKey();
+    await expect(wrapped(submission(key, {}))).rejects.toThrow("could not finish");
+    await expect(wrapped(submission(key, {}))).rejects.toThrow("could not finish");
+    expect(runs).toBe(2);
+  });
+
+  it("throws an action's own failure on, keeping nothing of it, so that the resubmission runs again", async () => {
+    const shop = checkout(databases[driver]);
+    const key = newKey();
+    await expect(shop.placeOrder({}, submission(key, { item: "broken" }))).rejects.toThrow("the warehouse is down");
+    expect(await shop.notes(key)).toBe(0);
+    await expect(shop.placeOrder({}, submission(key, { item: "broken" }))).rejects.toThrow("the warehouse is down");
+    expect(shop.runs()).toBe(2);
+  });
+
+  it("in lease mode, refuses a resubmission while the first still runs as retryable, with when to try", async () => {
+    const first = gate();
+    const database = databases[driver];
+    let runs = 0;
+    const charge = idempotentAction(
+      "checkout.charge",
+      async ({ tx }, form: FormData) => {
+        expect(tx).toBeUndefined();
+        runs++;
+        await first.opened;
+        return { charged: String(form.get("amount")) };
+      },
+      { store: drizzleStore({ db: database.db }), mode: "lease", scope: () => "alice" },
+    );
+    const key = newKey();
+    const running = charge(submission(key, { amount: "12" }));
+    await expect.poll(() => runs).toBe(1);
+    const duplicate = await charge(submission(key, { amount: "12" }));
+    expect(isActionRefusal(duplicate) && duplicate.idempotencyError).toMatchObject({
+      code: "IN_PROGRESS",
+      message: "This form is still being sent. Try again in a moment.",
+      retryable: true,
+      retryAfterMs: expect.any(Number),
+    });
+    first.open();
+    expect(await running).toEqual({ charged: "12" });
+    expect(await charge(submission(key, { amount: "12" }))).toEqual({ charged: "12" });
+    expect(runs).toBe(1);
+  });
+});
+
+describe("idempotentAction's edges", () => {
+  it("refuses a submission while the database is away as retryable, and runs nothing", async () => {
+    const away = postgres("postgres://idemkit@127.0.0.1:1/away", { max: 1, connect_timeout: 1, onnotice: () => {} });
+    let runs = 0;
+    const placeOrder = idempotentAction(
+      "checkout.placeOrder",
+      async (_idempotency, _form: FormData) => {
+        runs++;
+        return { orderId: 1 };
+      },
+      { store: drizzleStore({ db: drizzle({ client: away }) }), scope: () => "alice" },
+    );
+    try {
+      const answer = await placeOrder(submission(newKey(), { item: "tea" }));
+      expect(isActionRefusal(answer) && answer.idempotencyError).toMatchObject({
+        code: "STORE_UNAVAILABLE",
+        retryable: true,
+      });
+      expect(runs).toBe(0);
+    } finally {
+      await away.end({ timeout: 0 });
+    }
+  });
+
+  it("refuses to store a value JSON would not give back, and stores it through a transformer", async () => {
+    const placed = async (_idempotency: unknown, _form: FormData) => ({ at: new Date(0), note: undefined });
+    const options = { store: drizzleStore({ db: databases.PGlite.db }), scope: () => "alice" };
+    const plain = idempotentAction("checkout.placeOrder", placed, options);
+    await expect(plain(submission(newKey(), { item: "tea" }))).rejects.toThrow(/not plain JSON/);
+    const dates = {
+      serialize: (value: unknown) => ({ at: (value as { at: Date }).at.toISOString() }),
+      deserialize: (value: unknown) => ({ at: new Date((value as { at: string }).at) }),
+    };
+    const transformed = idempotentAction("checkout.placeOrder", placed, { ...options, transformer: dates });
+    const key = newKey();
+    expect(await transformed(submission(key, { item: "tea" }))).toEqual({ at: new Date(0), note: undefined });
+    expect(await transformed(submission(key, { item: "tea" }))).toEqual({ at: new Date(0) });
+  });
+
+  it("types the protected action as useActionState calls it: the previous state may be the last refusal", () => {
+    const placeOrder = idempotentAction(
+      "checkout.placeOrder",
+      async (_idempotency, _previous: OrderState, _form: FormData): Promise<OrderState> => ({ orderId: 1 }),
+      { store: drizzleStore({ db: databases.PGlite.db }), scope: () => "alice" },
+    );
+    expectTypeOf(placeOrder).toEqualTypeOf<
+      (previous: OrderState | ActionRefusal, form: FormData) => Promise<OrderState | ActionRefusal>
+    >();
+  });
+
+  it("renders the key field as a hidden input, and only for a request: a prerendered page would share one key", async () => {
+    expect(renderToStaticMarkup(keyInput("a-key"))).toBe('<input type="hidden" name="idempotency-key" value="a-key"/>');
+    await expect(IdempotencyKeyField()).rejects.toThrow(/outside a request scope/);
+  });
+});
