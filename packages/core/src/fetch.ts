@@ -14,11 +14,10 @@
 
 import { checkedScope, type IdempotencyContext, idempotencyContextOf } from "./context.js";
 import type {
-  AtomicModeOptions,
+  AdapterOptions,
   IdempotencyEngineOptions,
   IdempotencyMode,
   IdempotentRequest,
-  LeaseModeOptions,
   ModeOptions,
   Settlement,
 } from "./engine/types.js";
@@ -28,7 +27,7 @@ import { fingerprint, fingerprintAsync } from "./fingerprint.js";
 import { httpStatusOf } from "./http-status.js";
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./key.js";
 import { isStoredStatus } from "./outcome.js";
-import type { DefaultModeOf, IdempotencyStore, ModesOf, ModeTransaction } from "./store.js";
+import type { DefaultModeOf, IdempotencyStore, ModeTransaction } from "./store.js";
 
 /** What the handler gets for one protected request, beside the request itself. */
 export type FetchIdempotency<Tx> = IdempotencyContext<Tx>;
@@ -47,14 +46,7 @@ export type FetchIdempotencyOptions<
 
 /** What the Fetch adapter takes in either mode. */
 export interface FetchCommonOptions<TStore extends IdempotencyStore<unknown>, TMode extends IdempotencyMode>
-  extends Omit<
-    IdempotencyEngineOptions<ModeTransaction<TStore, "atomic">>,
-    "store" | "mode" | keyof AtomicModeOptions | keyof LeaseModeOptions
-  > {
-  /** Where records live: `drizzleStore({ db })` in production, `memoryStore()` in unit tests. */
-  store: TStore;
-  /** `atomic` (the default with a store that has it) or `lease`; see the engine's options. */
-  mode?: TMode & ModesOf<TStore>;
+  extends AdapterOptions<TStore, TMode> {
   /**
    * Who owns the record: the user or tenant, from the request (its session cookie, its token). Required, so one
    * user can never replay, see or block another's answer by sending the same key.

@@ -7,6 +7,7 @@
 
 export type { IdempotencyContext } from "./context.js";
 export type {
+  AdapterOptions,
   AtomicModeOptions,
   Execution,
   IdempotencyEngineOptions,

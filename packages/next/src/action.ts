@@ -16,6 +16,7 @@
  * runs; the client hook of issue 26 mints a new key per user action.
  */
 import {
+  type AdapterOptions,
   createIdempotencyEngine,
   type DefaultModeOf,
   fingerprintAsync,
@@ -27,7 +28,6 @@ import {
   type IdempotencyStore,
   isIdempotencyError,
   type ModeOptions,
-  type ModesOf,
   type ModeTransaction,
   parseIdempotencyKey,
   type Settlement,
@@ -75,11 +75,7 @@ export type IdempotentActionOptions<
 
 /** What `idempotentAction` takes in either mode. */
 export interface ActionCommonOptions<TStore extends IdempotencyStore<unknown>, TMode extends IdempotencyMode>
-  extends Omit<IdempotencyEngineOptions<ModeTransaction<TStore, "atomic">>, "store" | "mode"> {
-  /** Where records live: `drizzleStore({ db })`. */
-  store: TStore;
-  /** `atomic` (the default with a store that has it) or `lease`. */
-  mode?: TMode & ModesOf<TStore>;
+  extends AdapterOptions<TStore, TMode> {
   /**
    * Who owns the record: the signed-in user or tenant (read from `cookies()` or your auth). Required, so one user can
    * never replay or block another's submission.

@@ -1,5 +1,5 @@
 /** The engine's vocabulary: its events and modes, its options, and what a request, its work and its answer are. */
-import type { IdempotencyStore, RecordId, StoredResponse } from "../store.js";
+import type { IdempotencyStore, ModesOf, ModeTransaction, RecordId, StoredResponse } from "../store.js";
 
 /** Every decision the engine takes, so apps can log and count them. */
 export const IdempotencyEventType = {
@@ -155,3 +155,18 @@ export type ModeOptions<TMode> = [TMode] extends ["atomic"]
   : [TMode] extends ["lease"]
     ? LeaseModeOptions & Refused<AtomicModeOptions>
     : AtomicModeOptions & LeaseModeOptions;
+
+/**
+ * What every adapter takes in either mode: the store, the mode, and the engine's options but the mode-specific ones
+ * (an adapter adds `ModeOptions<TMode>` for those, and its own way of reading a call's scope).
+ */
+export interface AdapterOptions<TStore extends IdempotencyStore<unknown>, TMode extends IdempotencyMode>
+  extends Omit<
+    IdempotencyEngineOptions<ModeTransaction<TStore, "atomic">>,
+    "store" | "mode" | keyof AtomicModeOptions | keyof LeaseModeOptions
+  > {
+  /** Where records live: `drizzleStore({ db })` in production, `memoryStore()` in unit tests. */
+  store: TStore;
+  /** `atomic` (the default with a store that has it) or `lease`; see the engine's options. */
+  mode?: TMode & ModesOf<TStore>;
+}
