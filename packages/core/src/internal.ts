@@ -4,12 +4,29 @@
  * key parsing are public, in `@idemkit/core`.
  */
 
+export type { PressContext, PressOutcome } from "./client/action-policy.js";
+export { continuedAction, press } from "./client/action-policy.js";
+export type { Action, ActionStore, KeyStorage } from "./client/action-store.js";
+export {
+  actionFingerprint,
+  actionStore,
+  chosenStorage,
+  defaultStorage,
+  defaultStorageName,
+  holdStorageName,
+  storageWhileHeld,
+} from "./client/action-store.js";
+export { browserStorage } from "./client/browser-storage.js";
+export type { OutcomeLookup } from "./client/outcome-polling.js";
+export { DEFAULT_LOOKUP_MAX_RUNNING_MS, settledOutcome } from "./client/outcome-polling.js";
+export type { TabIdentity } from "./client/tab-identity.js";
+export { knownTab, thisTab, webLocks } from "./client/tab-identity.js";
 export { checkedScope, idempotencyContextOf } from "./context.js";
 export { causeChain } from "./errors.js";
 export { canonicalJson } from "./fingerprint.js";
 export { downstreamKey } from "./key.js";
-export type { AnswerSeen } from "./outcome.js";
-export { isRetryableAnswer, isStoredStatus } from "./outcome.js";
+export type { AnswerSeen, RecordOutcome } from "./outcome.js";
+export { isRetryableAnswer, isStoredStatus, recordOutcome } from "./outcome.js";
 export type { RetryState } from "./retry.js";
 export {
   abortableDelay,

@@ -19,6 +19,8 @@
  * a 409 that says when to come back (idemkit's IN_PROGRESS and LEASE_LOST) is retried.
  */
 
+import { type IdempotencyStore, type RecordId, RecordState, type StoredResponse } from "./store.js";
+
 /** 4xx answers that say "not now" rather than "never": storing them would replay a passing state for the whole TTL. */
 const RELEASED_CLIENT_STATUSES: ReadonlySet<number> = new Set([408, 409, 412, 429, 499]);
 /** 4xx answers worth sending again with the same key, as they are. */
@@ -68,3 +70,30 @@ export type IdempotencyOutcomeAnswer<TData = unknown> =
    * runs it, once.
    */
   | { state: "unknown" };
+
+/** What a store holds for one action, as a lookup reads it: the stored answer itself, for the adapter to decode. */
+export type RecordOutcome =
+  | { state: "running" }
+  | { state: "stored"; response: StoredResponse }
+  /** Nothing kept: never received, rolled back, expired, or a lease that ended without an answer. */
+  | { state: "unknown" };
+
+/**
+ * Reads what became of one action without claiming it: one read, that never waits (the store's `peek` where it
+ * has one, so a transaction holding the key counts as running). A live lease holds its record even past the TTL,
+ * as the engine has it; a lease that ended without an answer leaves nothing kept, and the next call with the key
+ * runs. Every adapter's outcome lookup answers from this.
+ */
+export async function recordOutcome(
+  store: IdempotencyStore<unknown>,
+  id: RecordId,
+  now: number,
+): Promise<RecordOutcome> {
+  const { running, record } = store.atomic?.peek
+    ? await store.atomic.peek(id)
+    : { running: false, record: await store.get(id) };
+  if (running) return { state: "running" };
+  if (record?.state === RecordState.IN_PROGRESS && record.leaseExpiresAt > now) return { state: "running" };
+  if (!record || record.expiresAt <= now || record.state === RecordState.IN_PROGRESS) return { state: "unknown" };
+  return { state: "stored", response: record.response };
+}

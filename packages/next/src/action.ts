@@ -32,34 +32,15 @@ import {
   parseIdempotencyKey,
   type Settlement,
 } from "@idemkit/core";
-import { checkedScope, idempotencyContextOf } from "@idemkit/core/internal";
+import { checkedScope, idempotencyContextOf, recordOutcome } from "@idemkit/core/internal";
 import { isControlFlow, replayControlFlow, type StoredControlFlow, storedControlFlow } from "./control-flow.js";
-import { IDEMPOTENCY_KEY_FIELD } from "./key-field.js";
+import { type ActionRefusal, comparedFields, IDEMPOTENCY_KEY_FIELD, LOOKUP_FIELD, type LookupPending } from "./wire.js";
 
 /**
  * What the action gets for one submission, before its own arguments: in atomic mode its `tx` commits with the
  * stored value, and a `notFound()` rolls its writes back.
  */
 export type ActionIdempotency<Tx> = IdempotencyContext<Tx>;
-
-/**
- * A submission idemkit refused, returned as the action's value so that the form can show it: its key missing or
- * malformed, used before with other fields, still running elsewhere, or the database away (`retryable`: submitting
- * the same form again can succeed, after `retryAfterMs` when given). Nothing ran.
- */
-export interface ActionRefusal {
-  idempotencyError: {
-    code: IdempotencyErrorCode;
-    message: string;
-    retryable: boolean;
-    retryAfterMs: number | undefined;
-  };
-}
-
-/** Whether an action's value is a refusal: `if (isActionRefusal(state)) show(state.idempotencyError.message)`. */
-export function isActionRefusal(value: unknown): value is ActionRefusal {
-  return typeof value === "object" && value !== null && "idempotencyError" in value;
-}
 
 /** How an action's value is stored and read back: JSON by default; superjson's pair keeps dates, maps and sets. */
 export interface ActionTransformer {
@@ -160,6 +141,7 @@ export function idempotentAction<
     throw new TypeError("idempotentAction(): name the action (a non-empty string, stable across deploys).");
   }
   const { scope: scopeOf, transformer = JSON_TRANSFORMER, stores = () => true, ...engineOptions } = options;
+  const now = engineOptions.now ?? Date.now;
   const engine = createIdempotencyEngine<unknown>(engineOptions as IdempotencyEngineOptions<unknown>);
 
   const protectedAction = async (...args: TArgs): Promise<TResult | ActionRefusal> => {
@@ -169,6 +151,7 @@ export function idempotentAction<
       const form = args.findLast((arg): arg is FormData => arg instanceof FormData);
       const key = parseIdempotencyKey(keyFieldOf(form, name), name);
       const scope = checkedScope(await scopeOf(), "idempotentAction()");
+      if (form?.has(LOOKUP_FIELD)) return (await lookUp({ scope, path: name, key })) as TResult;
       const request = { scope, path: name, key, fingerprint: await fieldsFingerprint(form as FormData) };
       const run = await engine.run(request, async (execution): Promise<Settlement<undefined>> => {
         const idempotency = idempotencyContextOf<ModeTransaction<TStore, TMode>>(request, execution);
@@ -193,6 +176,12 @@ export function idempotentAction<
     if (ending && "thrown" in ending) throw ending.thrown;
     return (ending as { value: TResult }).value;
   };
+  /** What became of a key, answered as a resubmission would be: its value, its redirect; or that none is stored. */
+  async function lookUp(id: { scope: string; path: string; key: string }): Promise<unknown> {
+    const outcome = await recordOutcome(options.store, id, now());
+    if (outcome.state !== "stored") return { idempotencyOutcome: outcome.state } satisfies LookupPending;
+    return replayOf(JSON.parse(outcome.response.body) as StoredAction, transformer);
+  }
   return protectedAction as IdempotentAction<TArgs, TResult>;
 }
 
@@ -219,12 +208,8 @@ function keyFieldOf(form: FormData | undefined, name: string): string {
   );
 }
 
-/** The form's fields and files, without the key and without what React adds to a form (`$ACTION_…`). */
 function fieldsFingerprint(form: FormData): Promise<string> {
-  const fields = [...form.entries()].filter(
-    ([field]) => field !== IDEMPOTENCY_KEY_FIELD && !field.startsWith("$ACTION_"),
-  );
-  return fingerprintAsync({ fields });
+  return fingerprintAsync({ fields: comparedFields(form) });
 }
 
 function replayOf(answer: StoredAction, transformer: ActionTransformer): unknown {

@@ -1,10 +1,11 @@
 export type {
   ActionCommonOptions,
   ActionIdempotency,
-  ActionRefusal,
   ActionTransformer,
   IdempotentAction,
   IdempotentActionOptions,
 } from "./action.js";
-export { idempotentAction, isActionRefusal } from "./action.js";
-export { IDEMPOTENCY_KEY_FIELD, IdempotencyKeyField } from "./key-field.js";
+export { idempotentAction } from "./action.js";
+export { IdempotencyKeyField } from "./key-field.js";
+export type { ActionRefusal, ActionRefusalCode } from "./wire.js";
+export { IDEMPOTENCY_KEY_FIELD, isActionRefusal } from "./wire.js";

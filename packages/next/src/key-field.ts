@@ -6,9 +6,7 @@
 import { newIdempotencyKey } from "@idemkit/core/internal";
 import { connection } from "next/server.js";
 import { createElement, type ReactElement } from "react";
-
-/** The name of the form field that carries the action's Idempotency-Key. */
-export const IDEMPOTENCY_KEY_FIELD = "idempotency-key";
+import { IDEMPOTENCY_KEY_FIELD } from "./wire.js";
 
 /**
  * The hidden input that carries a form's key. A Server Component: render it inside the `<form>` on the server, or

@@ -20,6 +20,7 @@ import {
   isActionRefusal,
 } from "../src/index.js";
 import { keyInput } from "../src/key-field.js";
+import { LOOKUP_FIELD } from "../src/wire.js";
 
 const databases = notesDatabases(4);
 
@@ -65,6 +66,14 @@ function submission(key: string | undefined, fields: Record<string, string>, act
   for (const [field, value] of Object.entries(fields)) form.set(field, value);
   form.set("$ACTION_REF_1", "");
   form.set("$ACTION_KEY", actionKey);
+  return form;
+}
+
+/** What the client hook sends to ask what became of a key: the key and the lookup mark, no fields. */
+function lookup(key: string) {
+  const form = new FormData();
+  form.set(IDEMPOTENCY_KEY_FIELD, key);
+  form.set(LOOKUP_FIELD, "1");
   return form;
 }
 
@@ -230,6 +239,40 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
     expect(await running).toEqual({ charged: "12" });
     expect(await charge(submission(key, { amount: "12" }))).toEqual({ charged: "12" });
     expect(runs).toBe(1);
+  });
+
+  it("answers a lookup of a key with what a resubmission would get, and never runs the action for it", async () => {
+    const shop = checkout(databases[driver]);
+    const key = newKey();
+    expect(await shop.placeOrder({}, lookup(key))).toEqual({ idempotencyOutcome: "unknown" });
+    await shop.placeOrder({}, submission(key, { item: "tea" }));
+    expect(await shop.placeOrder({ orderId: 9 }, lookup(key))).toEqual({ orderId: 1 });
+    const redirected = newKey();
+    const first = await shop
+      .placeOrder({}, submission(redirected, { item: "tea", next: "receipt" }))
+      .catch((thrown: unknown) => thrown);
+    const looked = await shop.placeOrder({}, lookup(redirected)).catch((thrown: unknown) => thrown);
+    expect(digestOf(looked)).toBe(digestOf(first));
+    const bobs = idempotentAction("checkout.placeOrder", async (_idempotency, _form: FormData) => ({ orderId: 0 }), {
+      store: drizzleStore({ db: databases[driver].db }),
+      scope: () => "bob",
+    });
+    expect(await bobs(lookup(key))).toEqual({ idempotencyOutcome: "unknown" });
+    expect([shop.runs(), await shop.notes(key)]).toEqual([2, 1]);
+  });
+
+  // PGlite has one connection: a lookup there waits for the transaction that holds it, and reads the stored state.
+  it.runIf(driver === "postgres.js")("answers a lookup while the first submission runs as running", async () => {
+    const held = gate();
+    const shop = checkout(databases[driver], { held: held.opened });
+    const key = newKey();
+    const running = shop.placeOrder({}, submission(key, { item: "tea" }));
+    await expect.poll(() => shop.runs()).toBe(1);
+    expect(await shop.placeOrder({}, lookup(key))).toEqual({ idempotencyOutcome: "running" });
+    held.open();
+    await running;
+    expect(await shop.placeOrder({}, lookup(key))).toEqual({ orderId: 1 });
+    expect(shop.runs()).toBe(1);
   });
 });
 

@@ -8,7 +8,23 @@
  * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, offline. What the lookup
  * says of an action is `outcome-reconciliation.ts`; the result's shape, `action-result.ts`.
  */
-import { newIdempotencyKey } from "@idemkit/core/internal";
+import {
+  type Action,
+  actionFingerprint,
+  actionStore,
+  chosenStorage,
+  DEFAULT_LOOKUP_MAX_RUNNING_MS,
+  defaultStorage,
+  defaultStorageName,
+  holdStorageName,
+  type KeyStorage,
+  knownTab,
+  newIdempotencyKey,
+  type OutcomeLookup,
+  press,
+  storageWhileHeld,
+  thisTab,
+} from "@idemkit/core/internal";
 import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
 import {
   type MutateOptions,
@@ -20,24 +36,10 @@ import {
 } from "@tanstack/react-query";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { DEFAULT_TAB_WAIT_MS, sendAcrossTabs } from "./across-tabs.js";
-import { press } from "./action-policy.js";
 import { IDLE, nextProgress, type Progress } from "./action-progress.js";
 import { type FormCache, type IdempotentMutationResult, shapeResult } from "./action-result.js";
-import {
-  type Action,
-  actionFingerprint,
-  actionStore,
-  chosenStorage,
-  defaultStorage,
-  defaultStorageName,
-  holdStorageName,
-  type KeyStorage,
-  storageWhileHeld,
-} from "./action-store.js";
 import { appCallbacks, carriedKey, carryingKey } from "./mutation-key-context.js";
-import { DEFAULT_LOOKUP_MAX_RUNNING_MS, type OutcomeLookup } from "./outcome-polling.js";
 import { useOutcomeReconciliation } from "./outcome-reconciliation.js";
-import { knownTab, thisTab } from "./tab-identity.js";
 
 /** What the hook adds to the mutation options of a tRPC procedure: where the key is kept, and how actions go. */
 export interface IdempotentActionOptions {
@@ -196,7 +198,7 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
   useEffect(() => {
     const chosen = chosenStorage(storage);
     if (!chosen) return undefined;
-    const { held, release } = holdStorageName(chosen, name, path);
+    const { held, release } = holdStorageName(chosen, name, `useIdempotentMutation(${path})`);
     holdsName.current = held;
     return () => {
       release();

@@ -1,5 +1,5 @@
+export type { KeyStorage, OutcomeLookup } from "@idemkit/core/internal";
 export type { IdempotentMutationState } from "./action-result.js";
-export type { KeyStorage } from "./action-store.js";
 export type { IdempotentActionOptions } from "./idempotent-mutation.js";
 export { ActionInFlightError } from "./idempotent-mutation.js";
 export {
@@ -7,6 +7,5 @@ export {
   idempotentMutationDefaults,
 } from "./mutation-defaults.js";
 export { ownOnMutateResult } from "./mutation-key-context.js";
-export type { OutcomeLookup } from "./outcome-polling.js";
 export type { UseIdempotentMutationOptions, UseIdempotentMutationResult } from "./use-idempotent-mutation.js";
 export { useIdempotentMutation } from "./use-idempotent-mutation.js";

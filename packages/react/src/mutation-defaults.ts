@@ -5,20 +5,20 @@
  * registered for its mutation key.
  */
 
-import { newIdempotencyKey } from "@idemkit/core/internal";
-import { idempotencyContext } from "@idemkit/trpc/client";
-import type { MutationFunctionContext } from "@tanstack/react-query";
-import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
-import { continuedAction } from "./action-policy.js";
 import {
   actionFingerprint,
   actionStore,
+  continuedAction,
   defaultStorage,
   defaultStorageName,
   type KeyStorage,
-  procedurePath,
-} from "./action-store.js";
+  newIdempotencyKey,
+} from "@idemkit/core/internal";
+import { idempotencyContext } from "@idemkit/trpc/client";
+import type { MutationFunctionContext } from "@tanstack/react-query";
+import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
 import { carryingKey, keyOfMutation } from "./mutation-key-context.js";
+import { procedurePath } from "./procedure-path.js";
 
 /** The options `procedure.mutationOptions()` takes (the callbacks a restored mutation runs, `meta`, `trpc`). */
 export type IdempotentMutationDefaultsOptions<TDef extends ResolverDef> = NonNullable<

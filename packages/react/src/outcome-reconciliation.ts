@@ -5,10 +5,9 @@
  * failure retires its key.
  */
 import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
+import { type Action, type ActionStore, type OutcomeLookup, settledOutcome } from "@idemkit/core/internal";
 import { type RefObject, useCallback, useEffect, useRef, useState } from "react";
 import { type FormCache, forgetFoundInCache, settleInCache } from "./action-result.js";
-import type { Action, ActionStore } from "./action-store.js";
-import { type OutcomeLookup, settledOutcome } from "./outcome-polling.js";
 
 /** What the reconciliation works with: the hook's current action and run, and what to do with a found answer. */
 export interface ReconciliationOptions {

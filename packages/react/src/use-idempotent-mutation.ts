@@ -7,13 +7,13 @@
 import type { TRPCClientErrorLike } from "@trpc/client";
 import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
 import type { IdempotentMutationResult } from "./action-result.js";
-import { procedurePath } from "./action-store.js";
 import {
   type BoundMutationOptions,
   type IdempotentActionOptions,
   type MutationBinding,
   useIdempotentMutationOf,
 } from "./idempotent-mutation.js";
+import { procedurePath } from "./procedure-path.js";
 
 /** The options `procedure.mutationOptions()` takes (callbacks, `meta`, `trpc`), plus {@link IdempotentActionOptions}. */
 export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable<

@@ -7,6 +7,7 @@
 
 import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 import { fingerprint } from "@idemkit/core";
+import { thisTab } from "@idemkit/core/internal";
 import { idempotencyLink } from "@idemkit/trpc/client";
 import {
   dehydrate,
@@ -30,7 +31,6 @@ import {
   type UseIdempotentMutationOptions,
   useIdempotentMutation,
 } from "../src/index.js";
-import { thisTab } from "../src/tab-identity.js";
 
 const t = initTRPC.create();
 const router = t.router({

@@ -10,13 +10,8 @@
  * "7" and organisation "7" are the same string), so each procedure is read under its own middleware's scope
  * function, and a procedure the lookup does not list is refused rather than read under a scope that may not be its.
  */
-import {
-  type IdempotencyOutcomeAnswer,
-  type IdempotencyStore,
-  parseIdempotencyKey,
-  RecordState,
-  type StoredRecord,
-} from "@idemkit/core";
+import { type IdempotencyOutcomeAnswer, type IdempotencyStore, parseIdempotencyKey } from "@idemkit/core";
+import { type RecordOutcome, recordOutcome } from "@idemkit/core/internal";
 import { TRPCError } from "@trpc/server";
 import { type IdempotencyTransformer, outputTransformer, type StoredBody } from "./stored-body.js";
 
@@ -115,11 +110,7 @@ export function outcomeLookup<TCtx>({
         message: "outcomeLookup(): scope() must return a non-empty string.",
       });
     }
-    const id = { scope, path: input.path, key: input.key };
-    const { running, record } = store.atomic?.peek
-      ? await store.atomic.peek(id)
-      : { running: false, record: await store.get(id) };
-    return answerFor(running, record, now(), output);
+    return answerFor(await recordOutcome(store, { scope, path: input.path, key: input.key }, now()), output);
   };
 }
 
@@ -144,19 +135,9 @@ function scopesByPath<TCtx>(
   );
 }
 
-function answerFor(
-  running: boolean,
-  record: StoredRecord | undefined,
-  now: number,
-  output: ReturnType<typeof outputTransformer>,
-): IdempotencyOutcomeAnswer {
-  if (running) return { state: "running" };
-  // A live lease holds its record even past the TTL, as the engine has it.
-  if (record?.state === RecordState.IN_PROGRESS && record.leaseExpiresAt > now) return { state: "running" };
-  // Past the TTL, or a lease that ended (its request died, or could not store its result): the next request with
-  // the key runs.
-  if (!record || record.expiresAt <= now || record.state === RecordState.IN_PROGRESS) return { state: "unknown" };
-  const body = JSON.parse(record.response.body) as StoredBody;
-  if (body.error) return { state: "failed", status: record.response.status, error: body.error };
+function answerFor(outcome: RecordOutcome, output: ReturnType<typeof outputTransformer>): IdempotencyOutcomeAnswer {
+  if (outcome.state !== "stored") return outcome;
+  const body = JSON.parse(outcome.response.body) as StoredBody;
+  if (body.error) return { state: "failed", status: outcome.response.status, error: body.error };
   return { state: "completed", data: "result" in body ? output.deserialize(body.result) : undefined };
 }

@@ -3,7 +3,7 @@
  * reloads. sessionStorage by default: it survives a reload but not the tab, which is exactly the life of "this
  * user pressing this button". A tab the browser duplicates gets a copy: actions are stamped with their tab for that.
  */
-import { fingerprint } from "@idemkit/core";
+import { fingerprint } from "../fingerprint.js";
 import { browserStorage } from "./browser-storage.js";
 import type { TabIdentity } from "./tab-identity.js";
 
@@ -58,14 +58,14 @@ const warnedNames = new Set<string>();
  * that follows the form's position in the tree, which a list reordered after a reload, or a new release of the page,
  * moves, and with it the key of an action in flight.
  */
-export function holdStorageName(storage: KeyStorage, name: string, path: string): { held: boolean; release(): void } {
+export function holdStorageName(storage: KeyStorage, name: string, form: string): { held: boolean; release(): void } {
   const names = heldNames.get(storage) ?? new Map<string, symbol>();
   heldNames.set(storage, names);
   if (names.has(name)) {
     if (!warnedNames.has(name)) {
       warnedNames.add(name);
       console.warn(
-        `useIdempotentMutation(${path}): another form on this page keeps its action under "${name}", so this one keeps ` +
+        `${form}: another form on this page keeps its action under "${name}", so this one keeps ` +
           "its own in memory, and loses it on a reload. Give each form its own storageKey, named after what it acts " +
           `on (such as "${name}:<order id>").`,
       );
@@ -158,11 +158,6 @@ function safely<T>(run: () => T): T | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** A procedure's dotted path (`checkout.placeOrder`), from its TanStack mutation key. */
-export function procedurePath(procedure: { mutationKey(): readonly unknown[] }): string {
-  return procedure.mutationKey().flat().join(".");
 }
 
 /** Where a form keeps its action unless told otherwise (`storageKey`): one form per procedure and page. */

@@ -1,0 +1,313 @@
+/**
+ * `useIdempotentActionState`: React's `useActionState` for an `idempotentAction`, with one key per user action.
+ * The key is chosen when the user presses, not when React's queue reaches the submission, so a double click joins
+ * the submission on its way instead of queuing a second one; it is kept (in sessionStorage) until the action has an
+ * answer, so a retry after a lost answer and a press after a reload send the same key, and the server runs the
+ * action once. After a reload the hook asks the action what became of a key it has no answer for, and shows the
+ * stored state (or follows the same redirect).
+ *
+ * Until the page is hydrated the hook is `useActionState` over the action itself: the server renders the form as a
+ * plain form post, and without JavaScript the rendered key field (`IdempotencyKeyField`) carries the key.
+ */
+import type { RetryPolicy } from "@idemkit/core";
+import {
+  type Action,
+  actionFingerprint,
+  actionStore,
+  chosenStorage,
+  DEFAULT_LOOKUP_MAX_RUNNING_MS,
+  DEFAULT_RETRY_POLICY,
+  holdStorageName,
+  type KeyStorage,
+  newIdempotencyKey,
+  nextRetryDelayMs,
+  press,
+  settledOutcome,
+  storageWhileHeld,
+} from "@idemkit/core/internal";
+import { unstable_rethrow } from "next/navigation.js";
+import {
+  startTransition,
+  useActionState,
+  useCallback,
+  useEffect,
+  useMemo,
+  useRef,
+  useState,
+  useSyncExternalStore,
+} from "react";
+import {
+  type ActionRefusal,
+  comparedFields,
+  IDEMPOTENCY_KEY_FIELD,
+  isActionRefusal,
+  isLookupPending,
+  LOOKUP_FIELD,
+} from "../wire.js";
+
+/** Where and how the hook keeps a form's action, and how it sends it again. */
+export interface UseIdempotentActionStateOptions {
+  /**
+   * The name the form keeps its action under, in `storage`. Default `"idemkit:action"`: give each form of a page its
+   * own (a second form on the same name keeps its action in memory, and the page is warned).
+   */
+  storageKey?: string;
+  /** Where the action is kept: sessionStorage by default (it survives a reload, not the tab); `"memory"` for none. */
+  storage?: KeyStorage | "memory";
+  /** `useActionState`'s permalink: the page a submission without JavaScript lands on before hydration. */
+  permalink?: string;
+  /**
+   * How a submission whose answer did not arrive (a network failure), or was "not now" (the action still running
+   * elsewhere, the database away), is sent again with its key: the link's policy by default; false never resends.
+   */
+  retry?: Partial<RetryPolicy> | false;
+  /** How long a lookup after a reload keeps asking while the action still runs. Default: as the tRPC hook. */
+  lookupMaxRunningMs?: number;
+}
+
+/** The action, as `idempotentAction` typed it for `useActionState`. */
+export type IdempotentFormAction<State> = (
+  previous: State | ActionRefusal,
+  form: FormData,
+) => Promise<State | ActionRefusal>;
+
+const DEFAULT_STORAGE_KEY = "idemkit:action";
+
+const subscribeToNothing = () => () => {};
+
+/**
+ * `useActionState(action, initialState)` for an action protected with `idempotentAction`: the same
+ * `[state, formAction, isPending]`, with one key per user action. A press with the same fields while the last is on
+ * its way joins it; with other fields it is refused (an `IN_PROGRESS` refusal state, until the first answers); after
+ * an answer, a new press is a new action with a new key. A submission whose answer is lost is sent again with its
+ * key, and if it still has none, the state is an `UNREACHABLE` refusal: pressing again is safe. After a reload, an
+ * action that had no answer is looked up, and its stored state shown, or its redirect followed.
+ *
+ *   const [state, formAction, pending] = useIdempotentActionState(placeOrder, {});
+ *   return <form action={formAction}>{keyField}…</form>;
+ */
+export function useIdempotentActionState<State>(
+  action: IdempotentFormAction<State>,
+  initialState: State,
+  options: UseIdempotentActionStateOptions = {},
+): [state: State | ActionRefusal, formAction: (form: FormData) => void, isPending: boolean] {
+  const {
+    storageKey = DEFAULT_STORAGE_KEY,
+    storage,
+    permalink,
+    retry,
+    lookupMaxRunningMs = DEFAULT_LOOKUP_MAX_RUNNING_MS,
+  } = options;
+  const hydrated = useSyncExternalStore(
+    subscribeToNothing,
+    () => true,
+    () => false,
+  );
+  const memory = useRef<Action | undefined>(undefined);
+  const holdsName = useRef(true);
+  const inFlight = useRef<Action | undefined>(undefined);
+  const unmounted = useRef(new AbortController());
+  const policy: RetryPolicy | undefined =
+    retry === false ? undefined : { ...DEFAULT_RETRY_POLICY, ...(retry as Partial<RetryPolicy> | undefined) };
+
+  const kept = useMemo(() => {
+    const chosen = chosenStorage(storage);
+    return actionStore(chosen && storageWhileHeld(chosen, () => holdsName.current), storageKey, memory);
+  }, [storage, storageKey]);
+
+  useEffect(() => {
+    const chosen = chosenStorage(storage);
+    if (!chosen) return undefined;
+    const { held, release } = holdStorageName(chosen, storageKey, `useIdempotentActionState(${storageKey})`);
+    holdsName.current = held;
+    return () => {
+      release();
+      holdsName.current = true;
+    };
+  }, [storage, storageKey]);
+
+  useEffect(() => {
+    const signal = new AbortController();
+    unmounted.current = signal;
+    return () => signal.abort();
+  }, []);
+
+  /**
+   * Records what the answer to `sent` says of its action: done (a new press is a new action), or still open. An
+   * answer that arrives after the form is gone is left for the form's next mount to look up and show.
+   */
+  const settle = useCallback(
+    (sent: Action, answer: { value: unknown } | { navigated: true }) => {
+      if (unmounted.current.signal.aborted || kept.read()?.key !== sent.key) return;
+      if ("navigated" in answer || !isActionRefusal(answer.value)) kept.write({ ...sent, succeeded: true });
+      else if (!answer.value.idempotencyError.retryable) kept.write({ ...sent, refused: true });
+    },
+    [kept],
+  );
+
+  /** What React's queue runs for a press (or a lookup), once the submissions before it have their answers. */
+  const submitted = async (previous: State | ActionRefusal, form: FormData): Promise<State | ActionRefusal> => {
+    const key = form.get(IDEMPOTENCY_KEY_FIELD);
+    const sent = kept.read();
+    const ours = sent && sent.key === key ? sent : undefined;
+    if (form.has(LOOKUP_FIELD)) return lookedUp(previous, form, ours);
+    try {
+      const value = await sentWithRetries(() => action(previous, form), policy);
+      if (ours) settle(ours, { value });
+      return value;
+    } catch (error) {
+      if (ours && isNavigation(error)) settle(ours, { navigated: true });
+      throw error;
+    } finally {
+      if (inFlight.current?.key === key) inFlight.current = undefined;
+    }
+  };
+
+  /** The lookup: what the action stored for the key, asked again while it runs; the previous state if none. */
+  const lookedUp = async (
+    previous: State | ActionRefusal,
+    form: FormData,
+    ours: Action | undefined,
+  ): Promise<State | ActionRefusal> => {
+    let found: { value: State | ActionRefusal } | undefined;
+    const key = String(form.get(IDEMPOTENCY_KEY_FIELD));
+    await settledOutcome(
+      async () => {
+        try {
+          const value = await action(previous, form);
+          if (isLookupPending(value)) return { state: value.idempotencyOutcome };
+          found = { value };
+          return { state: "completed", data: value };
+        } catch (error) {
+          // A stored redirect: the router follows it; the action is done.
+          if (ours && isNavigation(error)) settle(ours, { navigated: true });
+          throw error;
+        }
+      },
+      { path: storageKey, key },
+      { signal: unmounted.current.signal, maxRunningMs: lookupMaxRunningMs },
+      () => {},
+    );
+    if (!found) return previous;
+    if (ours) settle(ours, found);
+    return found.value;
+  };
+
+  const [state, dispatch, isPending] = useActionState<State | ActionRefusal, FormData>(
+    hydrated ? submitted : action,
+    initialState as Awaited<State>,
+    permalink,
+  );
+
+  // A press refused while another action is on its way, shown until the state moves on.
+  const [refusedPress, setRefusedPress] = useState<{ over: unknown; refusal: ActionRefusal }>();
+
+  const pressed = useCallback(
+    (form: FormData) => {
+      const outcome = press(
+        {
+          inputFingerprint: actionFingerprint(comparedFields(form)),
+          inFlight: inFlight.current,
+          waiting: undefined,
+          kept: () => kept.read(),
+        },
+        newIdempotencyKey,
+      );
+      if (outcome.does === "join") return;
+      if (outcome.does === "refuse") {
+        // Out of the press's transition, which would hold the refusal back until the action on its way answers.
+        const over = state;
+        queueMicrotask(() => setRefusedPress({ over, refusal: anotherInputInFlight() }));
+        return;
+      }
+      kept.write(outcome.action);
+      inFlight.current = outcome.action;
+      form.set(IDEMPOTENCY_KEY_FIELD, outcome.action.key);
+      dispatch(form);
+    },
+    [kept, dispatch, state],
+  );
+
+  // After a reload (or a remount), an action kept without an answer is looked up once.
+  useEffect(() => {
+    if (!hydrated) return;
+    const open = kept.read();
+    if (!open || open.succeeded || open.refused || inFlight.current) return;
+    const form = new FormData();
+    form.set(IDEMPOTENCY_KEY_FIELD, open.key);
+    form.set(LOOKUP_FIELD, "1");
+    startTransition(() => dispatch(form));
+  }, [hydrated, kept, dispatch]);
+
+  const shown = refusedPress && refusedPress.over === state ? refusedPress.refusal : state;
+  return [shown, hydrated ? pressed : dispatch, isPending];
+}
+
+/**
+ * Sends a submission, and again with the same key while its answer is lost or "not now", as `policy` allows; a
+ * refusal or value that is the action's answer is returned as it is. An error the action threw on the server
+ * (it carries a digest) and Next.js's navigations are thrown on: the first is the app's to show, as without idemkit.
+ */
+async function sentWithRetries<T>(send: () => Promise<T>, policy: RetryPolicy | undefined): Promise<T | ActionRefusal> {
+  const startedAtMs = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    let answer: { value: T } | { lost: unknown };
+    try {
+      answer = { value: await send() };
+    } catch (error) {
+      if (isNavigation(error) || hasDigest(error)) throw error;
+      answer = { lost: error };
+    }
+    const retryAfterMs =
+      "value" in answer
+        ? isActionRefusal(answer.value) && answer.value.idempotencyError.retryable
+          ? (answer.value.idempotencyError.retryAfterMs ?? 0)
+          : undefined
+        : 0;
+    if (retryAfterMs === undefined) return (answer as { value: T }).value;
+    const delayMs = policy && nextRetryDelayMs({ attempt, startedAtMs, nowMs: Date.now(), retryAfterMs }, policy);
+    if (delayMs === undefined) return "value" in answer ? answer.value : unreachable();
+    await pausedFor(delayMs);
+  }
+}
+
+function hasDigest(error: unknown): boolean {
+  return typeof error === "object" && error !== null && typeof (error as { digest?: unknown }).digest === "string";
+}
+
+function anotherInputInFlight(): ActionRefusal {
+  return {
+    idempotencyError: {
+      code: "IN_PROGRESS",
+      message: "Your last submission is still on its way. Wait for its answer before sending other values.",
+      retryable: true,
+      retryAfterMs: undefined,
+    },
+  };
+}
+/** Whether `error` is Next.js ending the action with a navigation (a redirect, a 404): the router's, not a failure. */
+function isNavigation(error: unknown): boolean {
+  try {
+    unstable_rethrow(error);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+function pausedFor(delayMs: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, delayMs));
+}
+
+/** The state of a submission whose answer never arrived, however often it was sent. */
+function unreachable(): ActionRefusal {
+  return {
+    idempotencyError: {
+      code: "UNREACHABLE",
+      message:
+        "The server could not be reached, so this may not have gone through. Send it again: it will not be done twice.",
+      retryable: true,
+      retryAfterMs: undefined,
+    },
+  };
+}
