@@ -1,72 +1,177 @@
 /**
- * The checkout as a plain form and a Server Action (`/actions`, `@idemkit/next`), in Chromium with JavaScript off:
- * the same rendered form sent twice places one order, and both submissions end on its receipt.
+ * The checkout as a Server Action form (`/actions`, `@idemkit/next`), in Chromium, on PGlite and PostgreSQL: each
+ * user action places one order, and ends on its receipt. Without JavaScript the key is the field the server
+ * rendered into the form; with it, `useIdempotentActionState` keeps one per user action across a double click, a
+ * lost answer and a reload. The submissions are watched with `@idemkit/playwright`, as a user would test their own.
  */
+import {
+  expectOneKeyPerAction,
+  loseResponsesAfterCommit,
+  pressRapidly,
+  reloadWhileInFlight,
+  watchMutations,
+} from "@idemkit/playwright";
 import { gate } from "@idemkit/testkit";
-import { expect, test } from "@playwright/test";
+import { expect, type Page, test } from "@playwright/test";
 import { ordersOf } from "./checkout-page.js";
 
-test.use({ javaScriptEnabled: false });
+const placeOrderButton = (page: Page) => page.getByRole("button", { name: "Place order" });
+const receipt = (page: Page) => page.getByRole("status");
+/** The page's Server Action submissions, as @idemkit/playwright finds them. */
+const PLACE_ORDER = { serverActions: { page: "/actions" } } as const;
 
-const placeOrderButton = (page: import("@playwright/test").Page) => page.getByRole("button", { name: "Place order" });
+test.describe("without JavaScript", () => {
+  test.use({ javaScriptEnabled: false });
 
-test("without JavaScript, pressing Place order again before the answer came places one order, and shows its receipt", async ({
-  page,
-}) => {
-  await page.goto("/actions");
-  const firstAnswered = gate();
-  const secondSent = gate();
-  let reachedServer = 0;
-  await page.route("**/actions", async (route) => {
-    if (route.request().method() !== "POST") return route.continue();
-    reachedServer++;
-    if (reachedServer > 1) {
-      secondSent.open();
-      return route.continue();
-    }
-    // The first submission reaches the server, which places the order; its answer is slow to come back.
-    const response = await route.fetch({ maxRedirects: 0 });
-    firstAnswered.open();
-    await secondSent.opened;
-    await route.fulfill({ response }).catch(() => {});
+  test("without JavaScript, pressing Place order again before the answer came places one order, and shows its receipt", async ({
+    page,
+  }) => {
+    await page.goto("/actions");
+    const firstAnswered = gate();
+    const secondSent = gate();
+    let reachedServer = 0;
+    await page.route("**/actions", async (route) => {
+      if (route.request().method() !== "POST") return route.continue();
+      reachedServer++;
+      if (reachedServer > 1) {
+        secondSent.open();
+        return route.continue();
+      }
+      // The first submission reaches the server, which places the order; its answer is slow to come back.
+      const response = await route.fetch({ maxRedirects: 0 });
+      firstAnswered.open();
+      await secondSent.opened;
+      await route.fulfill({ response }).catch(() => {});
+    });
+    // Where the user's pointer is: a locator would wait for the first submission's navigation, a person does not.
+    const button = await placeOrderButton(page).boundingBox();
+    if (!button) throw new Error("Place order is not on the page");
+    const press = () => page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
+    await press();
+    await firstAnswered.opened;
+    // The page still shows the form: the user presses again, and the browser sends the same form once more.
+    await press();
+    await expect(page.getByRole("status")).toHaveText(/^Order #\d+ placed\.$/);
+    expect(reachedServer).toBe(2);
+    expect(await ordersOf(page.request)).toHaveLength(1);
   });
-  // Where the user's pointer is: a locator would wait for the first submission's navigation, a person does not.
-  const button = await placeOrderButton(page).boundingBox();
-  if (!button) throw new Error("Place order is not on the page");
-  const press = () => page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
-  await press();
-  await firstAnswered.opened;
-  // The page still shows the form: the user presses again, and the browser sends the same form once more.
-  await press();
-  await expect(page.getByRole("status")).toHaveText(/^Order #\d+ placed\.$/);
-  expect(reachedServer).toBe(2);
-  expect(await ordersOf(page.request)).toHaveLength(1);
+
+  test("without JavaScript, the form sent again after its answer was lost places one order, and is sent to its receipt", async ({
+    page,
+  }) => {
+    await page.goto("/actions");
+    let sent: { body: Buffer; headers: Record<string, string> } | undefined;
+    let receipt: string | undefined;
+    await page.route("**/actions", async (route) => {
+      const request = route.request();
+      if (request.method() !== "POST") return route.continue();
+      sent = { body: request.postDataBuffer() ?? Buffer.alloc(0), headers: request.headers() };
+      // The server runs the action and answers; the answer never reaches the page.
+      receipt = (await route.fetch({ maxRedirects: 0 })).headers().location;
+      await route.abort("connectionreset");
+    });
+    await placeOrderButton(page).click();
+    await expect.poll(() => receipt).toMatch(/\/actions\?placed=\d+$/);
+    await page.unroute("**/actions");
+    const form = sent as NonNullable<typeof sent>;
+    const again = await page.request.post("/actions", {
+      headers: { "content-type": String(form.headers["content-type"]), origin: String(form.headers.origin) },
+      data: form.body,
+      maxRedirects: 0,
+    });
+    expect(again.status()).toBe(303);
+    expect(again.headers().location).toBe(receipt);
+    expect(await ordersOf(page.request)).toHaveLength(1);
+  });
+
+  test("without JavaScript, the same form sent again with other values while its order is on its way is refused, and says so", async ({
+    page,
+  }) => {
+    await page.goto("/actions");
+    const sent = watchMutations(page, PLACE_ORDER);
+    const firstAnswered = gate();
+    const secondSent = gate();
+    let reachedServer = 0;
+    await page.route("**/actions", async (route) => {
+      if (route.request().method() !== "POST") return route.continue();
+      if (++reachedServer > 1) {
+        secondSent.open();
+        return route.continue();
+      }
+      const response = await route.fetch({ maxRedirects: 0 });
+      firstAnswered.open();
+      await secondSent.opened;
+      await route.fulfill({ response }).catch(() => {});
+    });
+    // By the pointer and the keyboard: a locator would wait for the first submission's navigation, a person does not.
+    const quantity = await page.getByLabel("Quantity").boundingBox();
+    const button = await placeOrderButton(page).boundingBox();
+    if (!quantity || !button) throw new Error("The form is not on the page");
+    await page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
+    await firstAnswered.opened;
+    // The page still shows the form the first order went with: the user changes it and sends it again.
+    await page.mouse.click(quantity.x + quantity.width / 2, quantity.y + quantity.height / 2);
+    await page.keyboard.press("ControlOrMeta+A");
+    await page.keyboard.type("2");
+    await page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
+    await expect(page.getByRole("alert")).toHaveText(/already sent with other values/);
+    await expectOneKeyPerAction(sent);
+    expect(await ordersOf(page.request)).toHaveLength(1);
+  });
 });
 
-test("without JavaScript, the form sent again after its answer was lost places one order, and is sent to its receipt", async ({
-  page,
-}) => {
-  await page.goto("/actions");
-  let sent: { body: Buffer; headers: Record<string, string> } | undefined;
-  let receipt: string | undefined;
-  await page.route("**/actions", async (route) => {
-    const request = route.request();
-    if (request.method() !== "POST") return route.continue();
-    sent = { body: request.postDataBuffer() ?? Buffer.alloc(0), headers: request.headers() };
-    // The server runs the action and answers; the answer never reaches the page.
-    receipt = (await route.fetch({ maxRedirects: 0 })).headers().location;
-    await route.abort("connectionreset");
+test.describe("with JavaScript", () => {
+  /**
+   * Opens the form and waits until React has hydrated it (it keeps its fiber on the element): a press before that is
+   * the plain form post of the tests above.
+   */
+  async function openForm(page: Page): Promise<void> {
+    await page.goto("/actions");
+    await page.waitForFunction(() => {
+      const form = document.querySelector('form[aria-label="Order"]');
+      return form !== null && Object.keys(form).some((name) => name.startsWith("__reactFiber"));
+    });
+  }
+
+  test("a double click places one order, sent once, and shows its receipt", async ({ page }) => {
+    await openForm(page);
+    const sent = watchMutations(page, PLACE_ORDER);
+    await pressRapidly(placeOrderButton(page));
+    await expect(receipt(page)).toHaveText(/^Order #\d+ placed\.$/);
+    await expectOneKeyPerAction(sent);
+    expect(sent.sent).toHaveLength(1);
+    expect(await ordersOf(page.request)).toHaveLength(1);
   });
-  await placeOrderButton(page).click();
-  await expect.poll(() => receipt).toMatch(/\/actions\?placed=\d+$/);
-  await page.unroute("**/actions");
-  const form = sent as NonNullable<typeof sent>;
-  const again = await page.request.post("/actions", {
-    headers: { "content-type": String(form.headers["content-type"]), origin: String(form.headers.origin) },
-    data: form.body,
-    maxRedirects: 0,
+
+  test("an answer lost after the order was placed is asked for again with its key: one order, and its receipt", async ({
+    page,
+  }) => {
+    await openForm(page);
+    const sent = watchMutations(page, PLACE_ORDER);
+    await loseResponsesAfterCommit(page, PLACE_ORDER);
+    await placeOrderButton(page).click();
+    await expect(receipt(page)).toHaveText(/^Order #\d+ placed\.$/);
+    await expectOneKeyPerAction(sent);
+    expect(sent.sent.length).toBeGreaterThan(1);
+    expect(await ordersOf(page.request)).toHaveLength(1);
   });
-  expect(again.status()).toBe(303);
-  expect(again.headers().location).toBe(receipt);
-  expect(await ordersOf(page.request)).toHaveLength(1);
+
+  test("a reload before the answer came finds the order it placed, and shows its receipt", async ({ page }) => {
+    await openForm(page);
+    const sent = watchMutations(page, PLACE_ORDER);
+    await reloadWhileInFlight(page, () => placeOrderButton(page).click(), PLACE_ORDER);
+    await expect(receipt(page)).toHaveText(/^Order #\d+ placed\.$/);
+    await expectOneKeyPerAction(sent);
+    expect(await ordersOf(page.request)).toHaveLength(1);
+  });
+
+  test("after a receipt, the next press is a new order", async ({ page }) => {
+    await openForm(page);
+    await placeOrderButton(page).click();
+    await expect(receipt(page)).toHaveText(/^Order #\d+ placed\.$/);
+    const first = await receipt(page).textContent();
+    await placeOrderButton(page).click();
+    await expect(receipt(page)).not.toHaveText(first ?? "");
+    expect(await ordersOf(page.request)).toHaveLength(2);
+  });
 });

@@ -9,7 +9,7 @@
  */
 import type { BrowserContext, Locator, Page, Route } from "@playwright/test";
 import { DoubleSubmitError } from "./errors.js";
-import { endpointOf, isMutation, type MutationFilter, markInjected } from "./mutations.js";
+import { endpointOf, isMutation, type MutationFilter, markInjected, watchedBy } from "./mutations.js";
 
 /** How long the in-flight faults wait for `act` to send the mutation before they say it never came. */
 const SENT_WITHIN_MS = 15_000;
@@ -135,8 +135,9 @@ async function routeMutations(
   name: string,
   handle: (route: Route) => Promise<void>,
 ): Promise<ArmedFault> {
+  // A Server Action posts to the page it is on: any URL may carry one.
   const endpoint = endpointOf(filter);
-  const matches = (url: URL) => url.pathname.startsWith(endpoint);
+  const matches = (url: URL) => Boolean(filter.serverActions) || url.pathname.startsWith(endpoint);
   let injected = 0;
   const handler = async (route: Route) => {
     if (injected >= times || !isMutation(route.request(), filter)) return route.fallback();
@@ -173,7 +174,7 @@ async function sentWithin(sent: { fired: Promise<void> }, filter: MutationFilter
       () =>
         reject(
           new DoubleSubmitError(
-            `${name}: no mutation to ${endpointOf(filter)}${filter.procedure ?? "*"} was sent within ${SENT_WITHIN_MS / 1_000} s of the action.`,
+            `${name}: none of the ${watchedBy(filter)} was sent within ${SENT_WITHIN_MS / 1_000} s of the action.`,
           ),
         ),
       SENT_WITHIN_MS,

@@ -10,7 +10,19 @@ export interface MutationFilter {
   endpoint?: string;
   /** Only this procedure, by its dotted path (`checkout.placeOrder`). Default: every mutation under the endpoint. */
   procedure?: string;
+  /**
+   * Server Action submissions instead of tRPC mutations (`idempotentAction` from `@idemkit/next`): a POST with a
+   * `Next-Action` header (the page runs JavaScript) or with React's `$ACTION_` form fields (it does not), to any page
+   * or to `{ page: "/checkout" }` only. Their key is the form's `idempotency-key` field. The lookups
+   * `useIdempotentActionState` sends after a reload run nothing and are left out. `endpoint` and `procedure` are
+   * then not read.
+   */
+  serverActions?: true | { page: string };
 }
+
+/** The form field a Server Action submission carries its key in, and the one that marks a lookup. */
+const KEY_FIELD = "idempotency-key";
+const LOOKUP_FIELD = "idempotency-lookup";
 
 /** One mutation request as the page sent it. */
 export interface SentMutation {
@@ -49,13 +61,80 @@ export function endpointOf(filter: MutationFilter): string {
   return endpoint.endsWith("/") ? endpoint : `${endpoint}/`;
 }
 
-/** Whether `request` is a mutation `filter` selects: a POST under the endpoint, to that procedure if one is named. */
+/**
+ * Whether `request` is a mutation `filter` selects: a POST under the endpoint, to that procedure if one is named;
+ * or with `serverActions`, a Server Action submission.
+ */
 export function isMutation(request: Request, filter: MutationFilter = {}): boolean {
   if (request.method() !== "POST") return false;
+  if (filter.serverActions) return isActionSubmission(request, filter.serverActions);
   const endpoint = endpointOf(filter);
   const { pathname } = new URL(request.url());
   if (!pathname.startsWith(endpoint)) return false;
   return filter.procedure === undefined || pathname.slice(endpoint.length) === filter.procedure;
+}
+
+/**
+ * A Server Action call, to the page `on` names when it names one: with JavaScript, Next.js sends it with a
+ * `Next-Action` header; without, the browser posts the form with the fields React rendered into it (`$ACTION_ID_…`,
+ * or `$ACTION_REF_…` for a `useActionState` form).
+ */
+function isActionSubmission(request: Request, on: true | { page: string }): boolean {
+  if (on !== true && new URL(request.url()).pathname !== on.page) return false;
+  const fields = formFields(request);
+  if ([...fields.keys()].some((name) => fieldIs(name, LOOKUP_FIELD))) return false;
+  return (
+    request.headers()["next-action"] !== undefined || [...fields.keys()].some((name) => name.startsWith("$ACTION_"))
+  );
+}
+
+/**
+ * A form field's name as the browser or React sent it: React prefixes the fields of a FormData it sends as an
+ * argument (`1_idempotency-key`).
+ */
+function fieldIs(name: string, field: string): boolean {
+  return name === field || name.endsWith(`_${field}`);
+}
+
+/** The text fields of a form post (multipart or urlencoded); files are left out. */
+function formFields(request: Request): Map<string, string> {
+  const fields = new Map<string, string>();
+  const type = request.headers()["content-type"] ?? "";
+  const body = request.postDataBuffer()?.toString("latin1") ?? "";
+  if (type.startsWith("application/x-www-form-urlencoded")) {
+    for (const [name, value] of new URLSearchParams(body)) fields.set(name, value);
+    return fields;
+  }
+  const boundary = /boundary=(?:"([^"]+)"|([^;]+))/.exec(type);
+  if (!type.startsWith("multipart/form-data") || !boundary) return fields;
+  for (const part of body.split(`--${boundary[1] ?? boundary[2]}`)) {
+    const [head, ...rest] = part.split("\r\n\r\n");
+    const name = /name="([^"]*)"/.exec(head ?? "")?.[1];
+    if (name === undefined || /filename="/.test(head ?? "")) continue;
+    fields.set(name, Buffer.from(rest.join("\r\n\r\n").replace(/\r\n$/, ""), "latin1").toString("utf8"));
+  }
+  return fields;
+}
+
+/** The key a mutation carries: its `Idempotency-Key` header, or a Server Action form's key field. */
+function keyOf(request: Request, filter: MutationFilter): string | undefined {
+  if (!filter.serverActions) return request.headers()["idempotency-key"];
+  for (const [name, value] of formFields(request)) if (fieldIs(name, KEY_FIELD)) return value;
+  return undefined;
+}
+
+/** What the log calls a mutation: its procedure, or for a Server Action its id (or the page a form posted to). */
+function procedureOf(request: Request, filter: MutationFilter): string {
+  const { pathname } = new URL(request.url());
+  if (!filter.serverActions) return pathname.slice(endpointOf(filter).length);
+  const id = request.headers()["next-action"];
+  return id ? `action ${id.slice(0, 12)}` : `form post to ${pathname}`;
+}
+
+/** What `filter` watches, for the messages. */
+export function watchedBy(filter: MutationFilter): string {
+  if (!filter.serverActions) return `POSTs to ${endpointOf(filter)}${filter.procedure ?? "*"}`;
+  return `Server Action submissions${filter.serverActions === true ? "" : ` to ${filter.serverActions.page}`}`;
 }
 
 /** What this package's faults did to a request, for the log to say. */
@@ -71,7 +150,6 @@ export function markInjected(request: Request, name: string): void {
  * Call it before the user acts; read it, or hand it to the assertions, after.
  */
 export function watchMutations(page: Page, filter: MutationFilter = {}): MutationLog {
-  const endpoint = endpointOf(filter);
   const sent: SentMutation[] = [];
   const otherPosts: string[] = [];
   const pending = new Map<Request, SentMutation>();
@@ -107,9 +185,9 @@ export function watchMutations(page: Page, filter: MutationFilter = {}): Mutatio
       if (request.method() === "POST") otherPosts.push(new URL(request.url()).pathname);
       return;
     }
-    const key = request.headers()["idempotency-key"];
+    const key = keyOf(request, filter);
     const entry: SentMutation = {
-      procedure: new URL(request.url()).pathname.slice(endpoint.length),
+      procedure: procedureOf(request, filter),
       key,
       attempt: key === undefined ? 1 : sent.filter((other) => other.key === key).length + 1,
       status: "pending",
@@ -154,7 +232,7 @@ export function watchMutations(page: Page, filter: MutationFilter = {}): Mutatio
 /** The requests as a table: `#. procedure  key  attempt  → status`. */
 function describeSent(sent: readonly SentMutation[], otherPosts: string[], filter: MutationFilter): string {
   if (sent.length === 0) {
-    const looked = `POSTs to ${endpointOf(filter)}${filter.procedure ?? "*"}`;
+    const looked = watchedBy(filter);
     const others = otherPosts.length > 0 ? `; other POSTs the page sent: ${otherPosts.join(", ")}` : "";
     return `  (no mutation was sent: watched for ${looked}${others})`;
   }

@@ -1,18 +1,24 @@
 "use server";
 /**
- * The checkout as a Server Action: one product, placed with a plain form that works without JavaScript. The order
- * is written through the idempotent transaction with the same `writeOrder` and confirmation as the tRPC checkout,
- * then the page is sent to its receipt: a resubmission of the same rendered form is sent there too, with no order
- * of its own.
+ * The checkout as a Server Action: one product, placed with a form that works with and without JavaScript. The
+ * order is written through the idempotent transaction with the same `writeOrder` and confirmation as the tRPC
+ * checkout, then the page is sent to its receipt: a resubmission of the same action is sent there too, with no
+ * order of its own. A form it cannot place comes back as a state that asks for a correction, which is not kept: the
+ * corrected form runs with the same key.
  */
 import { drizzleStore } from "@idemkit/drizzle";
-import { idempotentAction, isActionRefusal } from "@idemkit/next";
+import { type ActionRefusal, idempotentAction } from "@idemkit/next";
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { ORDER_PLACED, type OrderPlaced, outbox } from "@/server/confirmations";
 import { database } from "@/server/database";
 import { CATALOG, writeOrder } from "@/server/router";
 import { userFromCookies } from "@/server/user";
+
+/** What the form shows between submissions: nothing yet, or what to correct. */
+export interface CheckoutState {
+  problem?: string;
+}
 
 /** The signed-in user: the proxy gives every page view a `uid` cookie, so a form submission always has one. */
 async function currentUser(): Promise<string> {
@@ -21,29 +27,33 @@ async function currentUser(): Promise<string> {
   return userId;
 }
 
-let protectedPlaceOrder: ((form: FormData) => Promise<unknown>) | undefined;
+type PlaceOrder = (previous: CheckoutState | ActionRefusal, form: FormData) => Promise<CheckoutState | ActionRefusal>;
+let protectedPlaceOrder: PlaceOrder | undefined;
 
-/**
- * Places the form's order once per rendered form, and redirects to its receipt; a form it cannot place, or one
- * idemkit refused, is sent back to the page with what to say (a plain form shows no returned state).
- */
-export async function placeOrderAction(form: FormData): Promise<void> {
+/** Places the form's order once per user action, and redirects to its receipt. */
+export async function placeOrderAction(
+  previous: CheckoutState | ActionRefusal,
+  form: FormData,
+): Promise<CheckoutState | ActionRefusal> {
+  // The store needs the database, which opens on the first request (an embedded one, or the server's).
   protectedPlaceOrder ??= idempotentAction(
     "actions.placeOrder",
-    async (idempotency, submitted: FormData) => {
+    async (idempotency, _previous: CheckoutState, submitted: FormData): Promise<CheckoutState> => {
       const sku = String(submitted.get("sku"));
       const qty = Number(submitted.get("qty"));
       if (!CATALOG.some((product) => product.sku === sku) || !Number.isInteger(qty) || qty < 1 || qty > 99) {
-        redirect(`/actions?problem=${encodeURIComponent("Choose a product and a quantity from 1 to 99.")}`);
+        return { problem: "Choose a product and a quantity from 1 to 99." };
       }
-      const userId = idempotency.scope;
-      const order = await writeOrder(idempotency.tx, userId, [{ sku, qty }], idempotency.subKey("payment"));
+      const order = await writeOrder(idempotency.tx, idempotency.scope, [{ sku, qty }], idempotency.subKey("payment"));
       const placed: OrderPlaced = { orderId: order.orderId };
       await outbox.enqueue(idempotency, { topic: ORDER_PLACED, payload: placed });
       redirect(`/actions?placed=${order.orderId}`);
     },
-    { store: drizzleStore({ db: (await database()).db }), scope: currentUser },
+    {
+      store: drizzleStore({ db: (await database()).db }),
+      scope: currentUser,
+      stores: (state) => (state as CheckoutState).problem === undefined,
+    },
   );
-  const outcome = await protectedPlaceOrder(form);
-  if (isActionRefusal(outcome)) redirect(`/actions?problem=${encodeURIComponent(outcome.idempotencyError.message)}`);
+  return protectedPlaceOrder(previous, form);
 }
