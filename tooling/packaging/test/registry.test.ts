@@ -129,6 +129,7 @@ describe("the release pipeline and the Install section, on a local registry", ()
     const manifest = JSON.parse(await readFile(join(app, "package.json"), "utf8"));
     expect(Object.keys(manifest.dependencies).sort()).toEqual([
       "@idemkit/drizzle",
+      "@idemkit/next",
       "@idemkit/outbox",
       "@idemkit/pg-boss",
       "@idemkit/react",
@@ -147,13 +148,15 @@ describe("the release pipeline and the Install section, on a local registry", ()
           'const react = await import("@idemkit/react");',
           'const jobs = await import("@idemkit/pg-boss");',
           'const outbox = await import("@idemkit/outbox");',
+          'const next = await import("@idemkit/next");',
+          'const nextClient = await import("@idemkit/next/client");',
           "console.log(JSON.stringify([typeof trpc.idempotency, typeof client.idempotencyLink,",
           "  typeof drizzle.drizzleStore, typeof react.useIdempotentMutation, typeof jobs.createJobs,",
-          "  typeof outbox.createOutbox]));",
+          "  typeof outbox.createOutbox, typeof next.idempotentAction, typeof nextClient.useIdempotentActionState]));",
         ].join("\n"),
       ],
       { cwd: app, env },
     );
-    expect(loaded).toContain(JSON.stringify(Array(6).fill("function")));
+    expect(loaded).toContain(JSON.stringify(Array(8).fill("function")));
   }, 300_000);
 });

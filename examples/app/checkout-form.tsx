@@ -1,0 +1,24 @@
+"use client";
+/** The checkout's form (app/checkout/checkout-form.tsx): one key per user action over useActionState. */
+// #region checkout-form
+import { isActionRefusal } from "@idemkit/next";
+import { useIdempotentActionState } from "@idemkit/next/client";
+import type { ReactNode } from "react";
+import { placeOrder } from "../server/actions";
+
+export function CheckoutForm({ keyField }: { keyField: ReactNode }) {
+  // useActionState's [state, formAction, isPending], with one key per user action.
+  const [state, formAction, pending] = useIdempotentActionState(placeOrder, {});
+  return (
+    <form action={formAction}>
+      {keyField /* the key without JavaScript; with it, the hook sends its own */}
+      <input name="sku" defaultValue="mug" />
+      <input name="qty" type="number" defaultValue={1} />
+      <button type="submit">Place order</button>
+      {pending && <p>Placing your order…</p>}
+      {isActionRefusal(state) && <p role="alert">{state.idempotencyError.message}</p>}
+      {"error" in state && <p role="alert">{state.error}</p>}
+    </form>
+  );
+}
+// #endregion checkout-form
