@@ -121,16 +121,10 @@ test.describe("without JavaScript", () => {
 });
 
 test.describe("with JavaScript", () => {
-  /**
-   * Opens the form and waits until React has hydrated it (it keeps its fiber on the element): a press before that is
-   * the plain form post of the tests above.
-   */
+  /** Opens the form and waits until the page runs it (the demo marks its form then): a press before is a form post. */
   async function openForm(page: Page): Promise<void> {
     await page.goto("/actions");
-    await page.waitForFunction(() => {
-      const form = document.querySelector('form[aria-label="Order"]');
-      return form !== null && Object.keys(form).some((name) => name.startsWith("__reactFiber"));
-    });
+    await expect(page.locator('form[aria-label="Order"][data-ready]')).toBeVisible();
   }
 
   test("a double click places one order, sent once, and shows its receipt", async ({ page }) => {

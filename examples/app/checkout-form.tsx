@@ -1,8 +1,7 @@
 "use client";
 /** The checkout's form (app/checkout/checkout-form.tsx): one key per user action over useActionState. */
 // #region checkout-form
-import { isActionRefusal } from "@idemkit/next";
-import { useIdempotentActionState } from "@idemkit/next/client";
+import { isActionRefusal, useIdempotentActionState } from "@idemkit/next/client";
 import type { ReactNode } from "react";
 import { placeOrder } from "../server/actions";
 

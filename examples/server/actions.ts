@@ -30,7 +30,7 @@ export const placeOrder = idempotentAction(
     store: drizzleStore({ db }),
     // Who owns the key: one user can never replay or block another's.
     scope: async () => (await sessionOf(await headers()))?.userId ?? redirect("/sign-in"),
-    // A state that asks for a correction is not the key's answer: the corrected form runs with the same key.
+    // A state that asks for a correction is not kept: nothing is replayed, and a lookup finds nothing, for it.
     stores: (state) => (state as CheckoutState).error === undefined,
   },
 );

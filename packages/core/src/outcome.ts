@@ -79,8 +79,9 @@ export type RecordOutcome =
   | { state: "unknown" };
 
 /**
- * Reads what became of one action without claiming it: one read, that never waits (the store's `peek` where it
- * has one, so a transaction holding the key counts as running). A live lease holds its record even past the TTL,
+ * Reads what became of one action without claiming it: one read outside any transaction (the store's `peek` where
+ * it has one, so a transaction holding the key counts as running; on a database of one connection, such as PGlite,
+ * the read waits its turn behind that transaction). A live lease holds its record even past the TTL,
  * as the engine has it; a lease that ended without an answer leaves nothing kept, and the next call with the key
  * runs. Every adapter's outcome lookup answers from this.
  */

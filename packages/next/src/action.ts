@@ -11,9 +11,14 @@
  * without the fields React adds (`$ACTION_…`): one rendered form is one action, so neither the previous state that
  * `useActionState` passes nor arguments bound with `.bind()` are part of it.
  *
- * With JavaScript, a form keeps its key until the page renders it again: a value that asks the user to correct the
- * form (a validation error) should not be stored (`stores`), so that the corrected form, sent with the same key,
- * runs; the client hook of issue 26 mints a new key per user action.
+ * A form on `useIdempotentActionState` (`@idemkit/next/client`) sends a key per user action; without JavaScript, a
+ * form sends the key rendered into it, and the page renders again with a new one after each submission. A form
+ * with JavaScript but without the hook keeps its rendered key until the page renders it again: a value that asks
+ * the user to correct the form (a validation error) should then not be stored (`stores`), so that the corrected
+ * form, sent with the same key, runs.
+ *
+ * A submission with the `idempotency-lookup` field is the hook's lookup: it is answered from the store (the stored
+ * value, the same redirect, or that nothing is stored) and never runs the action. A form must not use that name.
  */
 import {
   type AdapterOptions,
@@ -66,8 +71,8 @@ export interface ActionCommonOptions<TStore extends IdempotencyStore<unknown>, T
   transformer?: ActionTransformer;
   /**
    * Whether a value is the action's answer to its key, stored and sent again to every resubmission (the default,
-   * for every value), or one that leaves the form to be corrected and sent again with the same key (a validation
-   * error: return false for it), which keeps nothing.
+   * for every value), or one that asks for a correction (a validation error: return false for it), which keeps
+   * nothing: a resubmission with the key runs again, and a lookup finds nothing.
    */
   stores?: (value: unknown) => boolean;
 }
@@ -151,6 +156,7 @@ export function idempotentAction<
       const form = args.findLast((arg): arg is FormData => arg instanceof FormData);
       const key = parseIdempotencyKey(keyFieldOf(form, name), name);
       const scope = checkedScope(await scopeOf(), "idempotentAction()");
+      // Typed as the action's value: only the hook sends the lookup field, and it reads the lookup's own answers.
       if (form?.has(LOOKUP_FIELD)) return (await lookUp({ scope, path: name, key })) as TResult;
       const request = { scope, path: name, key, fingerprint: await fieldsFingerprint(form as FormData) };
       const run = await engine.run(request, async (execution): Promise<Settlement<undefined>> => {

@@ -35,7 +35,8 @@ export type ActionRefusalCode = IdempotencyErrorCode | "UNREACHABLE";
 /**
  * A submission idemkit refused, returned as the action's value so that the form can show it: its key missing or
  * malformed, used before with other fields, still running elsewhere, or the database away (`retryable`: submitting
- * the same form again can succeed, after `retryAfterMs` when given). Nothing ran.
+ * the same form again can succeed, after `retryAfterMs` when given); nothing ran. Or, from the client hook,
+ * `UNREACHABLE`: no answer arrived, so it may have run; sending it again with its key is safe.
  */
 export interface ActionRefusal {
   idempotencyError: {

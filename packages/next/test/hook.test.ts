@@ -10,10 +10,11 @@ import { memoryStore, type RetryPolicy } from "@idemkit/core";
 import type { KeyStorage } from "@idemkit/core/internal";
 import { gate } from "@idemkit/testkit";
 import { act, cleanup, renderHook, waitFor } from "@testing-library/react";
-import { startTransition } from "react";
+import { StrictMode, startTransition } from "react";
 import { afterEach, describe, expect, it } from "vitest";
 import { type UseIdempotentActionStateOptions, useIdempotentActionState } from "../src/client.js";
 import { IDEMPOTENCY_KEY_FIELD, idempotentAction, isActionRefusal } from "../src/index.js";
+import { LOOKUP_FIELD } from "../src/wire.js";
 
 afterEach(cleanup);
 
@@ -27,6 +28,8 @@ function checkout() {
   let runs = 0;
   let answered = 0;
   let hold: Promise<void> | undefined;
+  let holdLookups: Promise<void> | undefined;
+  let lookups = 0;
   let lose: "answer" | "request" | undefined;
   let loseAlways = false;
   const placeOrder = idempotentAction(
@@ -39,6 +42,11 @@ function checkout() {
     { store: memoryStore(), scope: () => "alice" },
   );
   const wire = async (previous: OrderState | object, form: FormData) => {
+    if (form.has(LOOKUP_FIELD)) {
+      lookups++;
+      await holdLookups;
+      return placeOrder(previous as OrderState, form);
+    }
     keys.push(String(form.get(IDEMPOTENCY_KEY_FIELD)));
     const fault = lose;
     if (!loseAlways) lose = undefined;
@@ -55,6 +63,15 @@ function checkout() {
     keys,
     runs: () => runs,
     answered: () => answered,
+    lookups: () => lookups,
+    holdLookups() {
+      const held = gate();
+      holdLookups = held.opened;
+      return () => {
+        holdLookups = undefined;
+        held.open();
+      };
+    },
     holdNext() {
       const held = gate();
       hold = held.opened;
@@ -85,9 +102,14 @@ function sessionStorageLike(): KeyStorage {
 
 const NO_WAIT: Partial<RetryPolicy> = { baseDelayMs: 0, maxDelayMs: 0, maxAttempts: 3 };
 
-function mounted(shop: ReturnType<typeof checkout>, options: UseIdempotentActionStateOptions = {}) {
-  return renderHook(() =>
-    useIdempotentActionState<OrderState>(shop.wire, {}, { storage: "memory", retry: NO_WAIT, ...options }),
+function mounted(
+  shop: ReturnType<typeof checkout>,
+  options: UseIdempotentActionStateOptions = {},
+  { strict = false } = {},
+) {
+  return renderHook(
+    () => useIdempotentActionState<OrderState>(shop.wire, {}, { storage: "memory", retry: NO_WAIT, ...options }),
+    strict ? { wrapper: StrictMode } : {},
   );
 }
 
@@ -194,10 +216,47 @@ describe("useIdempotentActionState", () => {
     before.unmount();
     shop.heal();
     const after = mounted(shop, { storage });
+    await waitFor(() => expect(shop.lookups()).toBe(1));
     await waitFor(() => expect(after.result.current[2]).toBe(false));
     expect(after.result.current[0]).toEqual({});
     await pressed(after.result.current[1], "tea");
     await waitFor(() => expect(after.result.current[0]).toEqual({ orderId: 1 }));
     expect([shop.runs(), new Set(shop.keys).size]).toEqual([1, 1]);
+  });
+
+  it("while it looks an action up after a reload, joins a press with its fields and refuses one with others", async () => {
+    const shop = checkout();
+    const storage = sessionStorageLike();
+    shop.loseNext("answer", { always: true });
+    const before = mounted(shop, { storage, retry: false });
+    await pressed(before.result.current[1], "tea");
+    await waitFor(() => expect(before.result.current[0]).toMatchObject({ idempotencyError: { code: "UNREACHABLE" } }));
+    before.unmount();
+    shop.heal();
+    const release = shop.holdLookups();
+    const after = mounted(shop, { storage });
+    await waitFor(() => expect(shop.lookups()).toBe(1));
+    await pressed(after.result.current[1], "tea");
+    await pressed(after.result.current[1], "kettle");
+    expect(isActionRefusal(after.result.current[0]) && after.result.current[0].idempotencyError.code).toBe(
+      "IN_PROGRESS",
+    );
+    release();
+    await waitFor(() => expect(after.result.current[0]).toEqual({ orderId: 1 }));
+    expect([shop.runs(), shop.keys.length]).toEqual([1, 1]);
+  });
+
+  it("looks an action up once under StrictMode, whose effects run twice", async () => {
+    const shop = checkout();
+    const storage = sessionStorageLike();
+    shop.loseNext("answer", { always: true });
+    const before = mounted(shop, { storage, retry: false });
+    await pressed(before.result.current[1], "tea");
+    await waitFor(() => expect(isActionRefusal(before.result.current[0])).toBe(true));
+    before.unmount();
+    shop.heal();
+    const after = mounted(shop, { storage }, { strict: true });
+    await waitFor(() => expect(after.result.current[0]).toEqual({ orderId: 1 }));
+    expect(shop.lookups()).toBe(1);
   });
 });

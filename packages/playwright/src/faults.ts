@@ -135,9 +135,11 @@ async function routeMutations(
   name: string,
   handle: (route: Route) => Promise<void>,
 ): Promise<ArmedFault> {
-  // A Server Action posts to the page it is on: any URL may carry one.
+  // A Server Action posts to the page it is on: to the page named, or to any.
   const endpoint = endpointOf(filter);
-  const matches = (url: URL) => Boolean(filter.serverActions) || url.pathname.startsWith(endpoint);
+  const { serverActions } = filter;
+  const matches = (url: URL) =>
+    serverActions ? serverActions === true || url.pathname === serverActions.page : url.pathname.startsWith(endpoint);
   let injected = 0;
   const handler = async (route: Route) => {
     if (injected >= times || !isMutation(route.request(), filter)) return route.fallback();

@@ -13,16 +13,20 @@ export interface MutationFilter {
   /**
    * Server Action submissions instead of tRPC mutations (`idempotentAction` from `@idemkit/next`): a POST with a
    * `Next-Action` header (the page runs JavaScript) or with React's `$ACTION_` form fields (it does not), to any page
-   * or to `{ page: "/checkout" }` only. Their key is the form's `idempotency-key` field. The lookups
+   * or to `{ page: "/checkout" }` only (the page the form posts to: a `useActionState` permalink's, before the page
+   * runs JavaScript). Their key is the form's `idempotency-key` field. The lookups
    * `useIdempotentActionState` sends after a reload run nothing and are left out. `endpoint` and `procedure` are
    * then not read.
    */
   serverActions?: true | { page: string };
 }
 
-/** The form field a Server Action submission carries its key in, and the one that marks a lookup. */
-const KEY_FIELD = "idempotency-key";
-const LOOKUP_FIELD = "idempotency-lookup";
+/**
+ * The form field a Server Action submission carries its key in, and the one that marks a lookup (`@idemkit/next`'s
+ * names), as the browser sends them, or React does for a FormData it sends as an argument (`_1_idempotency-key`).
+ */
+const KEY_FIELD = /^(?:\w*_\d+_)?idempotency-key$/;
+const LOOKUP_FIELD = /^(?:\w*_\d+_)?idempotency-lookup$/;
 
 /** One mutation request as the page sent it. */
 export interface SentMutation {
@@ -82,18 +86,10 @@ export function isMutation(request: Request, filter: MutationFilter = {}): boole
 function isActionSubmission(request: Request, on: true | { page: string }): boolean {
   if (on !== true && new URL(request.url()).pathname !== on.page) return false;
   const fields = formFields(request);
-  if ([...fields.keys()].some((name) => fieldIs(name, LOOKUP_FIELD))) return false;
+  if ([...fields.keys()].some((name) => LOOKUP_FIELD.test(name))) return false;
   return (
     request.headers()["next-action"] !== undefined || [...fields.keys()].some((name) => name.startsWith("$ACTION_"))
   );
-}
-
-/**
- * A form field's name as the browser or React sent it: React prefixes the fields of a FormData it sends as an
- * argument (`1_idempotency-key`).
- */
-function fieldIs(name: string, field: string): boolean {
-  return name === field || name.endsWith(`_${field}`);
 }
 
 /** The text fields of a form post (multipart or urlencoded); files are left out. */
@@ -119,7 +115,7 @@ function formFields(request: Request): Map<string, string> {
 /** The key a mutation carries: its `Idempotency-Key` header, or a Server Action form's key field. */
 function keyOf(request: Request, filter: MutationFilter): string | undefined {
   if (!filter.serverActions) return request.headers()["idempotency-key"];
-  for (const [name, value] of formFields(request)) if (fieldIs(name, KEY_FIELD)) return value;
+  for (const [name, value] of formFields(request)) if (KEY_FIELD.test(name)) return value;
   return undefined;
 }
 

@@ -12,20 +12,24 @@
 import type { RetryPolicy } from "@idemkit/core";
 import {
   type Action,
+  abortableDelay,
   actionFingerprint,
   actionStore,
   chosenStorage,
   DEFAULT_LOOKUP_MAX_RUNNING_MS,
   DEFAULT_RETRY_POLICY,
+  defaultStorage,
   holdStorageName,
   type KeyStorage,
+  knownTab,
   newIdempotencyKey,
   nextRetryDelayMs,
   press,
   settledOutcome,
   storageWhileHeld,
+  thisTab,
 } from "@idemkit/core/internal";
-import { unstable_rethrow } from "next/navigation.js";
+import { unstable_isUnrecognizedActionError, unstable_rethrow } from "next/navigation.js";
 import {
   startTransition,
   useActionState,
@@ -48,8 +52,8 @@ import {
 /** Where and how the hook keeps a form's action, and how it sends it again. */
 export interface UseIdempotentActionStateOptions {
   /**
-   * The name the form keeps its action under, in `storage`. Default `"idemkit:action"`: give each form of a page its
-   * own (a second form on the same name keeps its action in memory, and the page is warned).
+   * The name the form keeps its action under, in `storage`. Default: one per page (`idemkit:action:<path>`); give
+   * each form of a page its own (a second form on the same name keeps its action in memory, and the page is warned).
    */
   storageKey?: string;
   /** Where the action is kept: sessionStorage by default (it survives a reload, not the tab); `"memory"` for none. */
@@ -71,7 +75,10 @@ export type IdempotentFormAction<State> = (
   form: FormData,
 ) => Promise<State | ActionRefusal>;
 
-const DEFAULT_STORAGE_KEY = "idemkit:action";
+/** One name per page: a form elsewhere in the app never takes this one's action for its own. */
+function defaultStorageKey(): string {
+  return `idemkit:action:${typeof location === "undefined" ? "" : location.pathname}`;
+}
 
 const subscribeToNothing = () => () => {};
 
@@ -92,7 +99,7 @@ export function useIdempotentActionState<State>(
   options: UseIdempotentActionStateOptions = {},
 ): [state: State | ActionRefusal, formAction: (form: FormData) => void, isPending: boolean] {
   const {
-    storageKey = DEFAULT_STORAGE_KEY,
+    storageKey = defaultStorageKey(),
     storage,
     permalink,
     retry,
@@ -106,13 +113,15 @@ export function useIdempotentActionState<State>(
   const memory = useRef<Action | undefined>(undefined);
   const holdsName = useRef(true);
   const inFlight = useRef<Action | undefined>(undefined);
-  const unmounted = useRef(new AbortController());
-  const policy: RetryPolicy | undefined =
-    retry === false ? undefined : { ...DEFAULT_RETRY_POLICY, ...(retry as Partial<RetryPolicy> | undefined) };
+  const unmounted = useRef<AbortSignal>(AbortSignal.abort());
+  const policy: RetryPolicy | undefined = retry === false ? undefined : { ...DEFAULT_RETRY_POLICY, ...retry };
 
   const kept = useMemo(() => {
     const chosen = chosenStorage(storage);
-    return actionStore(chosen && storageWhileHeld(chosen, () => holdsName.current), storageKey, memory);
+    // sessionStorage is copied into a tab the browser duplicates: its actions are stamped with their tab.
+    const copiedWithTabs = chosen !== undefined && chosen === defaultStorage();
+    const own = chosen && storageWhileHeld(chosen, () => holdsName.current);
+    return actionStore(own, storageKey, memory, copiedWithTabs ? knownTab : undefined);
   }, [storage, storageKey]);
 
   useEffect(() => {
@@ -127,9 +136,9 @@ export function useIdempotentActionState<State>(
   }, [storage, storageKey]);
 
   useEffect(() => {
-    const signal = new AbortController();
-    unmounted.current = signal;
-    return () => signal.abort();
+    const mounted = new AbortController();
+    unmounted.current = mounted.signal;
+    return () => mounted.abort();
   }, []);
 
   /**
@@ -138,7 +147,7 @@ export function useIdempotentActionState<State>(
    */
   const settle = useCallback(
     (sent: Action, answer: { value: unknown } | { navigated: true }) => {
-      if (unmounted.current.signal.aborted || kept.read()?.key !== sent.key) return;
+      if (unmounted.current.aborted || kept.read()?.key !== sent.key) return;
       if ("navigated" in answer || !isActionRefusal(answer.value)) kept.write({ ...sent, succeeded: true });
       else if (!answer.value.idempotencyError.retryable) kept.write({ ...sent, refused: true });
     },
@@ -152,7 +161,7 @@ export function useIdempotentActionState<State>(
     const ours = sent && sent.key === key ? sent : undefined;
     if (form.has(LOOKUP_FIELD)) return lookedUp(previous, form, ours);
     try {
-      const value = await sentWithRetries(() => action(previous, form), policy);
+      const value = await sentWithRetries(() => action(previous, form), policy, unmounted.current);
       if (ours) settle(ours, { value });
       return value;
     } catch (error) {
@@ -163,7 +172,11 @@ export function useIdempotentActionState<State>(
     }
   };
 
-  /** The lookup: what the action stored for the key, asked again while it runs; the previous state if none. */
+  /**
+   * The lookup: what the action stored for the key, asked again while it still runs; the previous state if nothing
+   * is stored, or if the lookup itself was refused (it is a convenience: the key is kept, pressing again is safe).
+   * While it asks, the action counts as in flight: a press with its fields joins it, one with others is refused.
+   */
   const lookedUp = async (
     previous: State | ActionRefusal,
     form: FormData,
@@ -171,23 +184,28 @@ export function useIdempotentActionState<State>(
   ): Promise<State | ActionRefusal> => {
     let found: { value: State | ActionRefusal } | undefined;
     const key = String(form.get(IDEMPOTENCY_KEY_FIELD));
-    await settledOutcome(
-      async () => {
-        try {
-          const value = await action(previous, form);
-          if (isLookupPending(value)) return { state: value.idempotencyOutcome };
-          found = { value };
-          return { state: "completed", data: value };
-        } catch (error) {
-          // A stored redirect: the router follows it; the action is done.
-          if (ours && isNavigation(error)) settle(ours, { navigated: true });
-          throw error;
-        }
-      },
-      { path: storageKey, key },
-      { signal: unmounted.current.signal, maxRunningMs: lookupMaxRunningMs },
-      () => {},
-    );
+    try {
+      await settledOutcome(
+        async () => {
+          try {
+            const value = await action(previous, form);
+            if (isLookupPending(value)) return { state: value.idempotencyOutcome };
+            if (isActionRefusal(value)) return { state: "unknown" };
+            found = { value };
+            return { state: "completed", data: value };
+          } catch (error) {
+            // A stored redirect: the router follows it; the action is done.
+            if (ours && isNavigation(error)) settle(ours, { navigated: true });
+            throw error;
+          }
+        },
+        { path: "", key },
+        { signal: unmounted.current, maxRunningMs: lookupMaxRunningMs },
+        () => {},
+      );
+    } finally {
+      if (inFlight.current?.key === key) inFlight.current = undefined;
+    }
     if (!found) return previous;
     if (ours) settle(ours, found);
     return found.value;
@@ -228,15 +246,28 @@ export function useIdempotentActionState<State>(
     [kept, dispatch, state],
   );
 
-  // After a reload (or a remount), an action kept without an answer is looked up once.
+  // After a reload (or a remount), an action kept without an answer is looked up, once per key (StrictMode runs
+  // effects twice), and once the tab is known: a duplicated tab must not take the original's action for its own.
+  const lookedUpKey = useRef<string | undefined>(undefined);
   useEffect(() => {
-    if (!hydrated) return;
-    const open = kept.read();
-    if (!open || open.succeeded || open.refused || inFlight.current) return;
-    const form = new FormData();
-    form.set(IDEMPOTENCY_KEY_FIELD, open.key);
-    form.set(LOOKUP_FIELD, "1");
-    startTransition(() => dispatch(form));
+    if (!hydrated) return undefined;
+    let stopped = false;
+    const lookUp = () => {
+      const open = kept.read();
+      if (stopped || !open || open.succeeded || open.refused || inFlight.current) return;
+      if (lookedUpKey.current === open.key) return;
+      lookedUpKey.current = open.key;
+      inFlight.current = open;
+      const form = new FormData();
+      form.set(IDEMPOTENCY_KEY_FIELD, open.key);
+      form.set(LOOKUP_FIELD, "1");
+      startTransition(() => dispatch(form));
+    };
+    if (knownTab()) lookUp();
+    else thisTab().then(lookUp);
+    return () => {
+      stopped = true;
+    };
   }, [hydrated, kept, dispatch]);
 
   const shown = refusedPress && refusedPress.over === state ? refusedPress.refusal : state;
@@ -244,18 +275,24 @@ export function useIdempotentActionState<State>(
 }
 
 /**
- * Sends a submission, and again with the same key while its answer is lost or "not now", as `policy` allows; a
- * refusal or value that is the action's answer is returned as it is. An error the action threw on the server
- * (it carries a digest) and Next.js's navigations are thrown on: the first is the app's to show, as without idemkit.
+ * Sends a submission, and again with the same key while its answer is lost (the fetch failed, or its answer broke
+ * off) or "not now", as `policy` allows, and never once `signal` aborts (the form is gone: its next mount looks the
+ * key up); a refusal or value that is the action's answer is returned as it is. Thrown on, as without idemkit: an
+ * error the action threw on the server (it carries a digest), an action this deployment does not know, and
+ * Next.js's navigations.
  */
-async function sentWithRetries<T>(send: () => Promise<T>, policy: RetryPolicy | undefined): Promise<T | ActionRefusal> {
+async function sentWithRetries<T>(
+  send: () => Promise<T>,
+  policy: RetryPolicy | undefined,
+  signal: AbortSignal,
+): Promise<T | ActionRefusal> {
   const startedAtMs = Date.now();
   for (let attempt = 1; ; attempt++) {
     let answer: { value: T } | { lost: unknown };
     try {
       answer = { value: await send() };
     } catch (error) {
-      if (isNavigation(error) || hasDigest(error)) throw error;
+      if (isNavigation(error) || hasDigest(error) || unstable_isUnrecognizedActionError(error)) throw error;
       answer = { lost: error };
     }
     const retryAfterMs =
@@ -266,8 +303,13 @@ async function sentWithRetries<T>(send: () => Promise<T>, policy: RetryPolicy | 
         : 0;
     if (retryAfterMs === undefined) return (answer as { value: T }).value;
     const delayMs = policy && nextRetryDelayMs({ attempt, startedAtMs, nowMs: Date.now(), retryAfterMs }, policy);
-    if (delayMs === undefined) return "value" in answer ? answer.value : unreachable();
-    await pausedFor(delayMs);
+    // A form that is gone sends nothing more: its next mount looks the key up.
+    if (delayMs === undefined || signal.aborted) return "value" in answer ? answer.value : unreachable();
+    const paused = await abortableDelay(delayMs, signal).then(
+      () => true,
+      () => false,
+    );
+    if (!paused) return "value" in answer ? answer.value : unreachable();
   }
 }
 
@@ -293,10 +335,6 @@ function isNavigation(error: unknown): boolean {
   } catch {
     return true;
   }
-}
-
-function pausedFor(delayMs: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, delayMs));
 }
 
 /** The state of a submission whose answer never arrived, however often it was sent. */

@@ -5,9 +5,8 @@
  * mid-submit looks the order up); before that, and without JavaScript, it is a plain form post carrying the key
  * field the server rendered.
  */
-import { isActionRefusal } from "@idemkit/next";
-import { useIdempotentActionState } from "@idemkit/next/client";
-import type { ReactNode } from "react";
+import { isActionRefusal, useIdempotentActionState } from "@idemkit/next/client";
+import { type ReactNode, useEffect, useState } from "react";
 import { placeOrderAction } from "./place-order";
 
 /**
@@ -28,9 +27,12 @@ export function CheckoutForm({
       storageKey: "idemkit:actions.placeOrder",
     },
   );
+  // For the browser suite: set once the page runs the form, when a press goes through the hook.
+  const [ready, setReady] = useState(false);
+  useEffect(() => setReady(true), []);
   const problem = isActionRefusal(state) ? state.idempotencyError.message : state.problem;
   return (
-    <form action={formAction} aria-label="Order" aria-busy={pending}>
+    <form action={formAction} aria-label="Order" aria-busy={pending} data-ready={ready || undefined}>
       {keyField}
       <label>
         Product{" "}

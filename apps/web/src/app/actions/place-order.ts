@@ -3,8 +3,7 @@
  * The checkout as a Server Action: one product, placed with a form that works with and without JavaScript. The
  * order is written through the idempotent transaction with the same `writeOrder` and confirmation as the tRPC
  * checkout, then the page is sent to its receipt: a resubmission of the same action is sent there too, with no
- * order of its own. A form it cannot place comes back as a state that asks for a correction, which is not kept: the
- * corrected form runs with the same key.
+ * order of its own. A form it cannot place comes back as a state that asks for a correction, which is not kept.
  */
 import { drizzleStore } from "@idemkit/drizzle";
 import { type ActionRefusal, idempotentAction } from "@idemkit/next";
