@@ -19,6 +19,7 @@ import { atomicRun } from "./engine/atomic-run.js";
 import { leaseRun } from "./engine/lease-run.js";
 import { cacheKey, ReplayCache } from "./engine/replay-cache.js";
 import { IN_PROGRESS, SingleFlight } from "./engine/single-flight.js";
+import { telemetryOf } from "./engine/telemetry.js";
 import {
   type Execution,
   type IdempotencyEngineOptions,
@@ -47,6 +48,7 @@ export function createIdempotencyEngine<Tx>({
   replayCacheSize = 10_000,
   now = Date.now,
   onEvent,
+  telemetry: telemetryOptions,
 }: IdempotencyEngineOptions<Tx>) {
   const atomic = store.atomic;
   if (mode === IdempotencyMode.ATOMIC && !atomic) {
@@ -69,7 +71,8 @@ export function createIdempotencyEngine<Tx>({
     cache: new ReplayCache(replayCacheSize),
   };
   const { cache } = settings;
-  const answers = answersOf(settings, reportingTo(onEvent));
+  const telemetry = telemetryOf(mode, telemetryOptions);
+  const answers = answersOf(settings, reportingTo(onEvent, telemetry.event));
   const { answerExisting, conflict } = answers;
   const runLease = leaseRun(settings, answers);
   const runAtomic = atomic && mode === IdempotencyMode.ATOMIC ? atomicRun(settings, answers, atomic) : undefined;
@@ -83,33 +86,42 @@ export function createIdempotencyEngine<Tx>({
      * Runs `execute` at most once for this request's (scope, path, key), or replays what the first run stored.
      * Throws an {@link IdempotencyError} for a conflict, a mismatch, a lost lease or an unavailable store.
      */
-    async run<T>(
+    run<T>(
       request: IdempotentRequest,
       execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
     ): Promise<RunResult<T>> {
-      const cached = cache.get(request, now());
-      if (cached) return answerExisting(request, cached, 0);
-      if (!runAtomic) return runLease(request, execute);
-      const patience = new Patience(now(), waitMs);
-      let heldElsewhere = false;
-      try {
-        for (;;) {
-          // A duplicate of a call running in this process waits for it in memory, then replays what it stored
-          // (or claims, if it stored nothing): no connection, no statement.
-          const name = cacheKey(request);
-          const leader = flights.leaderOf(name);
-          if (!leader) return await flights.lead(name, runAtomic(request, execute, patience, heldElsewhere));
-          const outcome = await patience.deadline.race(leader).catch(() => conflict(request, busyRetryAfterMs));
-          const stored = cache.get(request, now());
-          if (stored) return answerExisting(request, stored, 0);
-          // The leader gave up on a call that holds the key elsewhere: this one waits on with what it has left.
-          heldElsewhere = outcome === IN_PROGRESS;
-        }
-      } finally {
-        patience.end();
-      }
+      return telemetry.observed<T>(request, (seen) =>
+        runOnce(request, async (execution) => seen(await execute(execution))),
+      );
     },
   };
+
+  async function runOnce<T>(
+    request: IdempotentRequest,
+    execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
+  ): Promise<RunResult<T>> {
+    const cached = cache.get(request, now());
+    if (cached) return answerExisting(request, cached, 0);
+    if (!runAtomic) return runLease(request, execute);
+    const patience = new Patience(now(), waitMs);
+    let heldElsewhere = false;
+    try {
+      for (;;) {
+        // A duplicate of a call running in this process waits for it in memory, then replays what it stored
+        // (or claims, if it stored nothing): no connection, no statement.
+        const name = cacheKey(request);
+        const leader = flights.leaderOf(name);
+        if (!leader) return await flights.lead(name, runAtomic(request, execute, patience, heldElsewhere));
+        const outcome = await patience.deadline.race(leader).catch(() => conflict(request, busyRetryAfterMs));
+        const stored = cache.get(request, now());
+        if (stored) return answerExisting(request, stored, 0);
+        // The leader gave up on a call that holds the key elsewhere: this one waits on with what it has left.
+        heldElsewhere = outcome === IN_PROGRESS;
+      }
+    } finally {
+      patience.end();
+    }
+  }
 }
 
 export type IdempotencyEngine<Tx> = ReturnType<typeof createIdempotencyEngine<Tx>>;

@@ -26,6 +26,7 @@ import {
   type ModeTransaction,
   parseIdempotencyKey,
   type Settlement,
+  type TelemetryOptions,
   transactionBypassIn,
 } from "@idemkit/core";
 import { causeChain, checkedScope, idempotencyContextOf } from "@idemkit/core/internal";
@@ -77,6 +78,8 @@ export interface IdempotencyCommonOptions<TCtx extends object, TStore extends Id
   now?: () => number;
   /** Called for every decision (executed, replayed, conflict, mismatch, takeover, released, ...). */
   onEvent?: (event: IdempotencyEvent) => void;
+  /** Where spans and metrics go: the global OpenTelemetry providers by default (no-ops without an SDK); false for none. */
+  telemetry?: TelemetryOptions | false;
 }
 
 /**

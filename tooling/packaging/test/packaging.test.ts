@@ -22,6 +22,7 @@ const PACKAGES = ["core", "drizzle", "outbox", "next", "trpc", "react", "pg-boss
 /** What the consumer app imports besides idemkit, at the versions the workspace tests with. */
 const THIRD_PARTY = [
   "@electric-sql/pglite",
+  "@opentelemetry/api",
   "@playwright/test",
   "@tanstack/react-query",
   "@trpc/client",

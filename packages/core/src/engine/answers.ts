@@ -30,13 +30,21 @@ export interface EngineSettings<Tx> {
   cache: ReplayCache;
 }
 
-/** An observer that can never change what it observes: a throw is logged, once, and the outcome stands. */
-export function reportingTo(onEvent: ((event: IdempotencyEvent) => void) | undefined): Emit {
+/**
+ * An observer that can never change what it observes: a throw is logged, once, and the outcome stands. `publish`
+ * (the telemetry's channel, which swallows its own throws) gets every decision too.
+ */
+export function reportingTo(
+  onEvent: ((event: IdempotencyEvent) => void) | undefined,
+  publish: (event: IdempotencyEvent) => void = () => {},
+): Emit {
   let observerFailed = false;
   return (type, id, extra) => {
+    const event: IdempotencyEvent = { type, scope: id.scope, path: id.path, key: id.key, ...extra };
+    publish(event);
     if (!onEvent) return;
     try {
-      onEvent({ type, scope: id.scope, path: id.path, key: id.key, ...extra });
+      onEvent(event);
     } catch (error) {
       if (observerFailed) return;
       observerFailed = true;

@@ -1,5 +1,6 @@
 /** The engine's vocabulary: its events and modes, its options, and what a request, its work and its answer are. */
 import type { IdempotencyStore, ModesOf, ModeTransaction, RecordId, StoredResponse } from "../store.js";
+import type { TelemetryOptions } from "./telemetry.js";
 
 /** Every decision the engine takes, so apps can log and count them. */
 export const IdempotencyEventType = {
@@ -99,6 +100,11 @@ export interface IdempotencyEngineOptions<Tx> {
   now?: () => number;
   /** Called once per decision, after the transaction it was taken in has ended. A throw is logged and ignored. */
   onEvent?: (event: IdempotencyEvent) => void;
+  /**
+   * Where spans and metrics go (see `engine/telemetry.ts` for their names): the global OpenTelemetry providers by
+   * default, which are no-ops until the app registers an SDK; these providers instead; or false for none.
+   */
+  telemetry?: TelemetryOptions | false;
 }
 
 /** Identity and fingerprint of one request. */

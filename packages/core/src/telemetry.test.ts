@@ -1,0 +1,179 @@
+/// <reference types="node" />
+/**
+ * The engine's telemetry, read where an operator reads it: the OpenTelemetry SDK's in-memory span exporter and a
+ * metric reader, and a `node:diagnostics_channel` subscriber. Every outcome of a call is seen, with its attributes;
+ * an exporter that throws changes nothing.
+ */
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { trace } from "@opentelemetry/api";
+import { MeterProvider, MetricReader, type ResourceMetrics } from "@opentelemetry/sdk-metrics";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { afterEach, describe, expect, it } from "vitest";
+import { type CallMessage, CallOutcome } from "./engine/telemetry.js";
+import type { IdempotencyEngineOptions, Settlement } from "./engine/types.js";
+import { createIdempotencyEngine } from "./engine.js";
+import { memoryStore } from "./memory-store.js";
+import type { IdempotencyStore } from "./store.js";
+
+/** A reader the test collects from when it wants, with no timer. */
+class CollectingReader extends MetricReader {
+  protected onForceFlush = async () => {};
+  protected onShutdown = async () => {};
+}
+
+function observed(options: Partial<IdempotencyEngineOptions<never>> = {}, store: IdempotencyStore = memoryStore()) {
+  const spans = new InMemorySpanExporter();
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+  const reader = new CollectingReader();
+  const meterProvider = new MeterProvider({ readers: [reader] });
+  const engine = createIdempotencyEngine({ store, telemetry: { tracerProvider, meterProvider }, ...options });
+  return {
+    engine,
+    spans: () =>
+      spans.getFinishedSpans().map((span) => ({ name: span.name, ...span.attributes, status: span.status.code })),
+    async metric(name: string) {
+      const { resourceMetrics } = await reader.collect();
+      return pointsOf(resourceMetrics, name);
+    },
+  };
+}
+
+function pointsOf(resourceMetrics: ResourceMetrics, name: string) {
+  return resourceMetrics.scopeMetrics
+    .flatMap((scope) => scope.metrics)
+    .filter((metric) => metric.descriptor.name === name)
+    .flatMap((metric) => metric.dataPoints.map((point) => ({ attributes: point.attributes, value: point.value })));
+}
+
+const request = (key: string, fingerprint = "fp") => ({ scope: "alice", path: "orders.place", key, fingerprint });
+const stored = async (): Promise<Settlement<string>> => ({ value: "ok", response: { status: 200, body: '"ok"' } });
+const released = async (): Promise<Settlement<string>> => ({ value: "later", response: undefined });
+const failing = async (): Promise<Settlement<string>> => {
+  throw new Error("the warehouse is down");
+};
+const settled = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    () => undefined,
+  );
+
+describe("the engine's telemetry", () => {
+  const messages: CallMessage[] = [];
+  const onCall = (message: unknown) => messages.push(message as CallMessage);
+  subscribe("idemkit:call", onCall);
+  afterEach(() => {
+    messages.length = 0;
+  });
+
+  it("counts every outcome, with a span for each call, and the calls in flight back at zero", async () => {
+    const { engine, spans, metric } = observed({ mode: "lease" });
+    await engine.run(request("a"), stored);
+    await engine.run(request("a"), stored);
+    await settled(engine.run(request("a", "other"), stored));
+    await engine.run(request("b"), released);
+    await settled(engine.run(request("c"), failing));
+    let finish!: () => void;
+    const running = engine.run(
+      request("d"),
+      () =>
+        new Promise<Settlement<string>>(
+          (resolve) => (finish = () => resolve({ value: "ok", response: { status: 200, body: "1" } })),
+        ),
+    );
+    await settled(engine.run(request("d"), stored));
+    finish();
+    await running;
+
+    const byOutcome = Object.fromEntries(
+      (await metric("idemkit.calls")).map((point) => [point.attributes["idemkit.outcome"], point.value]),
+    );
+    expect(byOutcome).toEqual({
+      [CallOutcome.EXECUTED]: 2,
+      [CallOutcome.REPLAYED]: 1,
+      [CallOutcome.MISMATCH]: 1,
+      [CallOutcome.RELEASED]: 2,
+      [CallOutcome.CONFLICT]: 1,
+    });
+    expect((await metric("idemkit.calls.active")).map((point) => point.value)).toEqual([0]);
+    expect(await metric("idemkit.replay.ratio")).toEqual([
+      { attributes: { "idemkit.path": "orders.place" }, value: 1 / 3 },
+    ]);
+    const durations = await metric("idemkit.call.duration");
+    expect(durations.map((point) => (point.value as { count: number }).count).reduce((a, b) => a + b)).toBe(7);
+    expect(spans()).toHaveLength(7);
+    expect(spans()[0]).toMatchObject({
+      name: "idemkit orders.place",
+      "idemkit.mode": "lease",
+      "idemkit.path": "orders.place",
+      "idemkit.key": "a",
+      "idemkit.outcome": "executed",
+      "idemkit.replayed": false,
+    });
+    expect(spans()[1]).toMatchObject({ "idemkit.outcome": "replayed", "idemkit.replayed": true });
+    // A refusal is the contract working; a failure is an error on the span.
+    expect(spans().map((span) => span.status)).toEqual([0, 0, 0, 0, 2, 0, 0]);
+    expect(messages.map((message) => message.outcome)).toEqual([
+      "executed",
+      "replayed",
+      "mismatch",
+      "released",
+      "released",
+      "conflict",
+      "executed",
+    ]);
+    expect(messages[4]?.error).toBeInstanceOf(Error);
+  });
+
+  it("counts a store that fails, and a lease lost before the answer was stored", async () => {
+    const broken = memoryStore();
+    const down: IdempotencyStore = {
+      ...broken,
+      claim: async () => {
+        throw new Error("connection refused");
+      },
+    };
+    const lost: IdempotencyStore = { ...memoryStore(), complete: async () => false };
+    const storeDown = observed({ mode: "lease" }, down);
+    await settled(storeDown.engine.run(request("a"), stored));
+    const leaseLost = observed({ mode: "lease" }, lost);
+    await settled(leaseLost.engine.run(request("a"), stored));
+    expect((await storeDown.metric("idemkit.calls")).map((point) => point.attributes["idemkit.outcome"])).toEqual([
+      CallOutcome.STORE_ERROR,
+    ]);
+    expect((await leaseLost.metric("idemkit.calls")).map((point) => point.attributes["idemkit.outcome"])).toEqual([
+      CallOutcome.LEASE_LOST,
+    ]);
+    expect(storeDown.spans()[0]?.status).toBe(2);
+  });
+
+  it("changes no outcome when the telemetry throws, and publishes each decision on idemkit:event", async () => {
+    const events: unknown[] = [];
+    const onEvent = (event: unknown) => events.push(event);
+    subscribe("idemkit:event", onEvent);
+    const throwing = {
+      getTracer: () => {
+        throw new Error("broken exporter");
+      },
+    };
+    try {
+      const engine = createIdempotencyEngine({ store: memoryStore(), telemetry: { tracerProvider: throwing } });
+      expect(await engine.run(request("a"), stored)).toEqual({ replayed: false, value: "ok" });
+      expect(events).toMatchObject([{ type: "executed", path: "orders.place", key: "a" }]);
+    } finally {
+      unsubscribe("idemkit:event", onEvent);
+    }
+  });
+
+  it("goes to the global providers by default, and nowhere with telemetry: false", async () => {
+    const spans = new InMemorySpanExporter();
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }));
+    try {
+      await createIdempotencyEngine({ store: memoryStore() }).run(request("a"), stored);
+      expect([spans.getFinishedSpans().length, messages.length]).toEqual([1, 1]);
+      await createIdempotencyEngine({ store: memoryStore(), telemetry: false }).run(request("a"), stored);
+      expect([spans.getFinishedSpans().length, messages.length]).toEqual([1, 1]);
+    } finally {
+      trace.disable();
+    }
+  });
+});
