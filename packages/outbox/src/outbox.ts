@@ -232,7 +232,7 @@ export function outboxStatements(table: string) {
     /**
      * $1 now, $2 batch size, $3 lease ms, $4 max attempts. Takes the due events, oldest first, skipping those
      * another relay is taking at this moment; each one's lease makes it this relay's until then, and its attempt
-     * count is the fence.
+     * count is the fence. `waited_ms` is how long ago the event was committed, on the database's clock.
      */
     CLAIM: {
       name: "idemkit_outbox_claim",
@@ -243,8 +243,9 @@ export function outboxStatements(table: string) {
       },
       text: `update ${table} as event set attempts = event.attempts + 1, available_at = ${clock("$1")} + $3::float8 * interval '1 millisecond'
       from due where event.id = due.id
-      returning event.id, event.topic, event.key, event.payload, event.attempts`,
-      columns: ["id", "topic", "key", "payload", "attempts"],
+      returning event.id, event.topic, event.key, event.payload, event.attempts,
+        extract(epoch from ${clock("$1")} - event.created_at)::float8 * 1000 as waited_ms`,
+      columns: ["id", "topic", "key", "payload", "attempts", "waited_ms"],
     },
     /**
      * $1 ids, $2 the attempts they were claimed at, $3 now. Gives back events a relay claimed and did not hand to

@@ -13,6 +13,7 @@
 import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
 import { isLockTimeout, namedFor, purgeInBatches, qualifiedName, run, transactionOf } from "@idemkit/drizzle/internal";
 import { type ProcessedEventsTable, type PurgeOptions, processedEvents } from "./outbox-schema.js";
+import { type OutboxTelemetryOptions, outboxTelemetryOf } from "./telemetry.js";
 
 export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   /** The database the handler writes to: the record of processed events must be in it. */
@@ -30,6 +31,8 @@ export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   lockTimeoutMs?: number;
   /** A clock in ms since the epoch, for tests that move time; by default the database's. */
   now?: () => number;
+  /** Where its metrics go: the global OpenTelemetry meter provider by default; this one instead; or false for none. */
+  telemetry?: OutboxTelemetryOptions | false;
 }
 
 export type ProcessOnceResult<T> = { processed: true; value: T } | { processed: false };
@@ -39,6 +42,22 @@ export type ProcessOnceResult<T> = { processed: true; value: T } | { processed: 
  * a duplicate; a handler's throw rolls everything back and rejects, so the event is redelivered and runs again.
  */
 export async function processOnce<TDb extends AnyPgDatabase, T>(
+  options: ProcessOnceOptions<TDb>,
+  handler: (tx: TransactionOf<TDb>) => Promise<T>,
+): Promise<ProcessOnceResult<T>> {
+  const telemetry = outboxTelemetryOf(options.telemetry);
+  const { consumer, eventId } = options;
+  try {
+    const result = await processedOnce(options, handler);
+    telemetry.processed({ consumer, eventId, result: result.processed ? "processed" : "duplicate" });
+    return result;
+  } catch (error) {
+    telemetry.processed({ consumer, eventId, result: "failed", error });
+    throw error;
+  }
+}
+
+async function processedOnce<TDb extends AnyPgDatabase, T>(
   { db, consumer, eventId, table = processedEvents, lockTimeoutMs = 10_000, now }: ProcessOnceOptions<TDb>,
   handler: (tx: TransactionOf<TDb>) => Promise<T>,
 ): Promise<ProcessOnceResult<T>> {

@@ -10,6 +10,7 @@ import type { AnyPgDatabase } from "@idemkit/drizzle";
 import { purgeInBatches, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
 import { type OutboxEventsTable, outboxEvents, type PurgeOptions } from "./outbox-schema.js";
+import { type OutboxTelemetryOptions, outboxTelemetryOf } from "./telemetry.js";
 
 /** What the relay reports, for logs and metrics. */
 export type RelayEvent =
@@ -55,6 +56,11 @@ export interface RelayOptions {
   now?: () => number;
   /** Called for every outcome. A throw is ignored: an observer never changes what the relay does. */
   onEvent?: (event: RelayEvent) => void;
+  /**
+   * Where its metrics go (see `telemetry.ts` for their names): the global OpenTelemetry meter provider by default,
+   * a no-op until the app registers an SDK; this one instead; or false for none.
+   */
+  telemetry?: OutboxTelemetryOptions | false;
 }
 
 /** What one batch did. */
@@ -81,11 +87,14 @@ export function createRelay({
   idleMs = 500,
   now,
   onEvent,
+  telemetry: telemetryOptions,
 }: RelayOptions) {
   const databaseNow = () => now?.() ?? null;
   const elapsed = now ?? Date.now;
   const statements = outboxStatements(qualifiedName(table));
+  const telemetry = outboxTelemetryOf(telemetryOptions);
   const report = (event: RelayEvent) => {
+    telemetry.relayEvent(event);
     try {
       onEvent?.(event);
     } catch {
@@ -98,7 +107,7 @@ export function createRelay({
    * once publish has settled, with the mark still on its way (`marked`): the next event is published while the
    * database commits this one's mark, so a batch's marks commit together instead of one fsync after another.
    */
-  async function publishOne(row: Row, batch: RelayBatch): Promise<{ marked: Promise<void> }> {
+  async function publishOne(row: Row, batch: RelayBatch, claimedAt: number): Promise<{ marked: Promise<void> }> {
     const claimed = { id: Number(row.id), attempt: Number(row.attempts) };
     let event: PublishedEvent | undefined;
     const timeout = new AbortController();
@@ -137,6 +146,7 @@ export function createRelay({
     const published = event;
     const marked = run(db, statements.PUBLISHED, [claimed.id, claimed.attempt, databaseNow()]).then(([mark]) => {
       batch.published++;
+      telemetry.published(published.topic, Number(row.waited_ms) + elapsed() - claimedAt);
       // Published all the same; another relay took it over after this one's lease ended, and will publish it again.
       report(mark ? { type: "published", event: published } : { type: "lease_lost", event: published });
     });
@@ -165,7 +175,7 @@ export function createRelay({
     for (const row of rows) {
       // Stop once a mark has failed: the database is away, and what is published now would be published again.
       if (markFailed || elapsed() + publishTimeoutMs > claimedAt + leaseMs) break;
-      const { marked } = await publishOne(row, batch);
+      const { marked } = await publishOne(row, batch, claimedAt);
       handed++;
       marks.push(marked);
       marked.catch(() => {

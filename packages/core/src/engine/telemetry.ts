@@ -28,6 +28,7 @@ import {
   type UpDownCounter,
 } from "@opentelemetry/api";
 import { IdempotencyErrorCode, isIdempotencyError } from "../errors.js";
+import { channelNamed, instrumentsPer, publishTo, quietly } from "../observing.js";
 import type { IdempotencyEvent, IdempotencyMode, IdempotentRequest, RunResult, Settlement } from "./types.js";
 
 /** How a protected call ended, as telemetry counts it. */
@@ -68,17 +69,7 @@ export interface CallMessage {
 
 const INSTRUMENTATION = "@idemkit/core";
 
-/** The channels, where the runtime has them (Node.js, Deno, Bun): looked up at run time, so bundles for the browser never see them. */
-interface Channel {
-  readonly hasSubscribers: boolean;
-  publish(message: unknown): void;
-}
-type ChannelModule = { channel(name: string): Channel };
-const channels = (() => {
-  const load = (globalThis as { process?: { getBuiltinModule?: (name: string) => unknown } }).process?.getBuiltinModule;
-  const module = load?.("node:diagnostics_channel") as ChannelModule | undefined;
-  return module ? { call: module.channel("idemkit:call"), event: module.channel("idemkit:event") } : undefined;
-})();
+const channels = { call: channelNamed("idemkit:call"), event: channelNamed("idemkit:event") };
 
 /** One meter's instruments, made once per provider: instruments of a no-op meter stay no-ops once an SDK is set. */
 interface Instruments {
@@ -88,12 +79,7 @@ interface Instruments {
   /** Per path: answers executed and replayed, for the hit rate. */
   tally: Map<string, { executed: number; replayed: number }>;
 }
-const instrumentsByProvider = new WeakMap<MeterProvider, Instruments>();
-
-function instrumentsOf(provider: MeterProvider): Instruments {
-  const known = instrumentsByProvider.get(provider);
-  if (known) return known;
-  const meter = provider.getMeter(INSTRUMENTATION);
+const instrumentsOf = instrumentsPer(INSTRUMENTATION, (meter): Instruments => {
   const tally = new Map<string, { executed: number; replayed: number }>();
   const ratio = meter.createObservableGauge("idemkit.replay.ratio", {
     description: "Of the calls answered so far, the share answered with a stored answer (replays), per path.",
@@ -103,7 +89,7 @@ function instrumentsOf(provider: MeterProvider): Instruments {
       if (executed + replayed > 0) result.observe(replayed / (executed + replayed), { "idemkit.path": path });
     }
   });
-  const instruments: Instruments = {
+  return {
     calls: meter.createCounter("idemkit.calls", { description: "Protected calls, by how they ended.", unit: "{call}" }),
     active: meter.createUpDownCounter("idemkit.calls.active", {
       description: "Protected calls in flight.",
@@ -115,9 +101,7 @@ function instrumentsOf(provider: MeterProvider): Instruments {
     }),
     tally,
   };
-  instrumentsByProvider.set(provider, instruments);
-  return instruments;
-}
+});
 
 /** The outcome of a call that resolved. */
 function resolvedOutcome(result: RunResult<unknown>, settlement: Settlement<unknown> | undefined): CallOutcome {
@@ -141,14 +125,6 @@ function thrownOutcome(error: unknown): CallOutcome {
   }
 }
 
-function quietly(observe: () => void): void {
-  try {
-    observe();
-  } catch {
-    // An observer never changes an outcome.
-  }
-}
-
 /**
  * The engine's telemetry, for one engine: `observed(request, run)` wraps one call, `event(e)` publishes a decision.
  * `false` turns both off.
@@ -160,7 +136,7 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
 
   return {
     event(event: IdempotencyEvent): void {
-      if (!off && channels?.event.hasSubscribers) quietly(() => channels.event.publish(event));
+      if (!off) publishTo(channels.event, () => event);
     },
 
     /**
@@ -205,11 +181,11 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
             }
             span.end();
           }
-          if (channels?.call.hasSubscribers) {
+          publishTo(channels.call, (): CallMessage => {
             const message: CallMessage = { path: request.path, key: request.key, mode, outcome, durationMs };
             if (error !== undefined) message.error = error;
-            channels.call.publish(message);
-          }
+            return message;
+          });
         });
       try {
         const result = await run((given) => {
