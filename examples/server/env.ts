@@ -8,4 +8,6 @@ function required(name: string): string {
 export const env = {
   databaseUrl: required("DATABASE_URL"),
   redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+  answerKey: required("IDEMKIT_ANSWER_KEY"),
+  previousAnswerKey: required("IDEMKIT_PREVIOUS_ANSWER_KEY"),
 };

@@ -6,6 +6,8 @@
  */
 
 export type { IdempotencyContext } from "./context.js";
+export type { AnswerKeys } from "./encrypted-store.js";
+export { encryptedStore } from "./encrypted-store.js";
 export type { CallMessage, TelemetryOptions } from "./engine/telemetry.js";
 export { CallOutcome } from "./engine/telemetry.js";
 export type {

@@ -1,3 +1,4 @@
+import { encryptedStore } from "@idemkit/core";
 import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
 import { createDatabase, MIGRATIONS_FOLDER, openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { getTableName, sql, type Table } from "drizzle-orm";
@@ -117,6 +118,14 @@ afterAll(async () => {
 });
 
 describeStoreConformance("drizzleStore on PGlite", async () => ({ store: drizzleStore({ db: pglite.db }) }));
+// Answers sealed at rest change nothing else of the contract.
+const ANSWER_KEYS = { current: "k1", keys: { k1: new Uint8Array(32).fill(7) } };
+describeStoreConformance("encryptedStore over drizzleStore on PGlite", async () => ({
+  store: encryptedStore(drizzleStore({ db: pglite.db }), ANSWER_KEYS),
+}));
+describeStoreConformance("encryptedStore over drizzleStore on PostgreSQL (postgres.js)", async () => ({
+  store: encryptedStore(drizzleStore({ db: server.db }), ANSWER_KEYS),
+}));
 describeStoreConformance("drizzleStore on PostgreSQL (postgres.js)", async () => ({
   store: drizzleStore({ db: server.db }),
 }));
@@ -150,10 +159,13 @@ describeStoreConformance("drizzleStore on a renamed table in its own schema", as
 type AnyDb = PgDatabase<PgQueryResultHKT, any, any>;
 
 /** The atomic suite over one driver: business rows are notes tagged with the test's marker. */
-function atomicSubject(database: { db: AnyDb; query(text: string, params: unknown[]): Promise<unknown[]> }) {
+function atomicSubject(
+  database: { db: AnyDb; query(text: string, params: unknown[]): Promise<unknown[]> },
+  wrapped: <TStore extends ReturnType<typeof drizzleStore<AnyDb>>>(store: TStore) => TStore = (store) => store,
+) {
   return async () => ({
-    store: drizzleStore({ db: database.db }),
-    storeWithWait: (waitMs: number) => drizzleStore({ db: database.db, waitMs }),
+    store: wrapped(drizzleStore({ db: database.db })),
+    storeWithWait: (waitMs: number) => wrapped(drizzleStore({ db: database.db, waitMs })),
     write: (tx: AnyDb, marker: string) => tx.execute(sql`insert into atomic_notes (marker) values (${marker})`),
     count: async (marker: string) =>
       (await database.query("select 1 from atomic_notes where marker = $1", [marker])).length,
@@ -163,6 +175,13 @@ function atomicSubject(database: { db: AnyDb; query(text: string, params: unknow
 }
 
 describeAtomicConformance("drizzleStore on PGlite", atomicSubject(lazy(() => pglite)), { oneConnection: true });
+describeAtomicConformance(
+  "encryptedStore over drizzleStore on PostgreSQL (postgres.js)",
+  atomicSubject(
+    lazy(() => server),
+    (store) => encryptedStore(store, ANSWER_KEYS),
+  ),
+);
 describeAtomicConformance("drizzleStore on PostgreSQL (postgres.js)", atomicSubject(lazy(() => server)));
 describeAtomicConformance("drizzleStore on PostgreSQL (node-postgres)", atomicSubject(lazy(() => nodePostgres)));
 describeAtomicConformance(
