@@ -17,6 +17,7 @@
 import { answersOf, reportingTo } from "./engine/answers.js";
 import { atomicRun } from "./engine/atomic-run.js";
 import { leaseRun } from "./engine/lease-run.js";
+import { limitsOf } from "./engine/limits.js";
 import { cacheKey, ReplayCache } from "./engine/replay-cache.js";
 import { IN_PROGRESS, SingleFlight } from "./engine/single-flight.js";
 import { telemetryOf } from "./engine/telemetry.js";
@@ -49,6 +50,7 @@ export function createIdempotencyEngine<Tx>({
   now = Date.now,
   onEvent,
   telemetry: telemetryOptions,
+  limits,
 }: IdempotencyEngineOptions<Tx>) {
   const atomic = store.atomic;
   if (mode === IdempotencyMode.ATOMIC && !atomic) {
@@ -72,6 +74,7 @@ export function createIdempotencyEngine<Tx>({
   };
   const { cache } = settings;
   const telemetry = telemetryOf(mode, telemetryOptions);
+  const admission = limitsOf(limits, now, busyRetryAfterMs);
   const answers = answersOf(settings, reportingTo(onEvent, telemetry.event));
   const { answerExisting, conflict } = answers;
   const runLease = leaseRun(settings, answers);
@@ -102,6 +105,19 @@ export function createIdempotencyEngine<Tx>({
   ): Promise<RunResult<T>> {
     const cached = cache.get(request, now());
     if (cached) return answerExisting(request, cached, 0);
+    const admitted = admission.admit(request);
+    try {
+      return await runStored(request, execute);
+    } finally {
+      admitted();
+    }
+  }
+
+  /** A call the replay cache had no answer for: in lease mode, or in atomic mode one at a time per key here. */
+  async function runStored<T>(
+    request: IdempotentRequest,
+    execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
+  ): Promise<RunResult<T>> {
     if (!runAtomic) return runLease(request, execute);
     const patience = new Patience(now(), waitMs);
     let heldElsewhere = false;

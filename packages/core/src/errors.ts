@@ -34,6 +34,11 @@ export const IdempotencyErrorCode = {
   BODY_TOO_LARGE: "BODY_TOO_LARGE",
   /** The request's body did not arrive in time (the Fetch adapter's `bodyTimeoutMs`), so nothing ran. Retryable. */
   BODY_TIMEOUT: "BODY_TIMEOUT",
+  /**
+   * The caller's scope has too many calls running, or started too many new keys lately (the engine's `limits`), so
+   * nothing ran. Retryable after `retryAfterMs`.
+   */
+  RATE_LIMITED: "RATE_LIMITED",
 } as const;
 
 export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof IdempotencyErrorCode];
@@ -44,6 +49,7 @@ const RETRYABLE: ReadonlySet<IdempotencyErrorCode> = new Set([
   IdempotencyErrorCode.LEASE_LOST,
   IdempotencyErrorCode.RESULT_NOT_STORED,
   IdempotencyErrorCode.BODY_TIMEOUT,
+  IdempotencyErrorCode.RATE_LIMITED,
 ]);
 
 /** Whether a client may resend the same request with the same key after this code. */

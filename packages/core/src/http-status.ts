@@ -13,6 +13,7 @@ const HTTP_STATUS: Record<IdempotencyErrorCode, number> = {
   [IdempotencyErrorCode.LEASE_LOST]: 409,
   [IdempotencyErrorCode.BODY_TOO_LARGE]: 413,
   [IdempotencyErrorCode.FINGERPRINT_MISMATCH]: 422,
+  [IdempotencyErrorCode.RATE_LIMITED]: 429,
   [IdempotencyErrorCode.STORE_MISCONFIGURED]: 500,
   [IdempotencyErrorCode.RESULT_NOT_STORED]: 500,
   [IdempotencyErrorCode.STORE_UNAVAILABLE]: 503,

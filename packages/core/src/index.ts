@@ -8,6 +8,7 @@
 export type { IdempotencyContext } from "./context.js";
 export type { AnswerKeys } from "./encrypted-store.js";
 export { encryptedStore } from "./encrypted-store.js";
+export type { CallLimits } from "./engine/limits.js";
 export type { CallMessage, TelemetryOptions } from "./engine/telemetry.js";
 export { CallOutcome } from "./engine/telemetry.js";
 export type {

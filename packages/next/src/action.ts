@@ -233,6 +233,7 @@ const FORM_MESSAGES: Partial<Record<IdempotencyErrorCode, string>> = {
   [IdempotencyErrorCode.IN_PROGRESS]: "This form is still being sent. Try again in a moment.",
   [IdempotencyErrorCode.STORE_UNAVAILABLE]:
     "This could not be saved just now, and nothing was done. Send the form again.",
+  [IdempotencyErrorCode.RATE_LIMITED]: "Too many submissions just now, and nothing was done. Try again in a moment.",
 };
 
 function refusalOf(error: IdempotencyError): ActionRefusal {

@@ -9,6 +9,7 @@
  * than replayed as something else.
  */
 import {
+  type CallLimits,
   createIdempotencyEngine,
   type DefaultModeOf,
   fingerprintAsync,
@@ -80,6 +81,11 @@ export interface IdempotencyCommonOptions<TCtx extends object, TStore extends Id
   onEvent?: (event: IdempotencyEvent) => void;
   /** Where spans and metrics go: the global OpenTelemetry providers by default (no-ops without an SDK); false for none. */
   telemetry?: TelemetryOptions | false;
+  /**
+   * Abuse limits per scope, in this process: calls running at once, new keys per window; past them a call is
+   * refused 429 TOO_MANY_REQUESTS with `Retry-After`, and nothing runs. Off by default.
+   */
+  limits?: CallLimits;
 }
 
 /**

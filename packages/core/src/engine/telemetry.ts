@@ -47,6 +47,8 @@ export const CallOutcome = {
   STORE_ERROR: "store_error",
   /** Lease mode: its lease was lost, or its answer could not be stored. */
   LEASE_LOST: "lease_lost",
+  /** Its scope was over the engine's `limits`: answered RATE_LIMITED; nothing ran. */
+  RATE_LIMITED: "rate_limited",
 } as const;
 export type CallOutcome = (typeof CallOutcome)[keyof typeof CallOutcome];
 
@@ -120,6 +122,8 @@ function thrownOutcome(error: unknown): CallOutcome {
     case IdempotencyErrorCode.LEASE_LOST:
     case IdempotencyErrorCode.RESULT_NOT_STORED:
       return CallOutcome.LEASE_LOST;
+    case IdempotencyErrorCode.RATE_LIMITED:
+      return CallOutcome.RATE_LIMITED;
     default:
       return CallOutcome.STORE_ERROR;
   }
@@ -175,7 +179,8 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
           }
           if (span) {
             span.setAttributes({ "idemkit.outcome": outcome, "idemkit.replayed": outcome === CallOutcome.REPLAYED });
-            if (error !== undefined && outcome !== CallOutcome.CONFLICT && outcome !== CallOutcome.MISMATCH) {
+            const refusal = [CallOutcome.CONFLICT, CallOutcome.MISMATCH, CallOutcome.RATE_LIMITED] as CallOutcome[];
+            if (error !== undefined && !refusal.includes(outcome)) {
               span.recordException(error instanceof Error ? error : String(error));
               span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
             }

@@ -1,5 +1,6 @@
 /** The engine's vocabulary: its events and modes, its options, and what a request, its work and its answer are. */
 import type { IdempotencyStore, ModesOf, ModeTransaction, RecordId, StoredResponse } from "../store.js";
+import type { CallLimits } from "./limits.js";
 import type { TelemetryOptions } from "./telemetry.js";
 
 /** Every decision the engine takes, so apps can log and count them. */
@@ -105,6 +106,12 @@ export interface IdempotencyEngineOptions<Tx> {
    * default, which are no-ops until the app registers an SDK; these providers instead; or false for none.
    */
   telemetry?: TelemetryOptions | false;
+  /**
+   * Abuse limits per scope, in this process: `inFlightPerScope` calls running at once, `newKeysPerScope` new keys
+   * per window (`{ max, windowMs }`). A call past either is refused RATE_LIMITED (429 with `Retry-After`), and
+   * nothing runs. Off by default.
+   */
+  limits?: CallLimits;
 }
 
 /** Identity and fingerprint of one request. */

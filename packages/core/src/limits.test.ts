@@ -1,0 +1,87 @@
+/**
+ * Abuse limits per scope: calls running at once and new keys per window, refused RATE_LIMITED (429 with
+ * Retry-After through the Fetch adapter) before anything runs; retries and duplicates of one action never count
+ * twice; other scopes are not touched. On an injected clock.
+ */
+import { describe, expect, it } from "vitest";
+import type { CallLimits } from "./engine/limits.js";
+import type { Settlement } from "./engine/types.js";
+import { createIdempotencyEngine } from "./engine.js";
+import { isIdempotencyError } from "./errors.js";
+import { withIdempotency } from "./fetch.js";
+import { memoryStore } from "./memory-store.js";
+
+function limited(limits: CallLimits) {
+  let nowMs = Date.UTC(2026, 11, 1);
+  let runs = 0;
+  const engine = createIdempotencyEngine({ store: memoryStore(), limits, now: () => nowMs, replayCacheSize: 0 });
+  const call = (scope: string, key: string, held?: Promise<void>) =>
+    engine.run({ scope, path: "orders.place", key, fingerprint: "f" }, async (): Promise<Settlement<number>> => {
+      runs++;
+      await held;
+      return { value: runs, response: { status: 200, body: String(runs) } };
+    });
+  return { call, runs: () => runs, advance: (ms: number) => (nowMs += ms) };
+}
+
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => (isIdempotencyError(error) ? { code: error.code, retryAfterMs: error.retryAfterMs } : error),
+  );
+
+describe("limits", () => {
+  it("refuses a scope's call past inFlightPerScope while others run, but not a duplicate of one running", async () => {
+    const shop = limited({ inFlightPerScope: 1 });
+    let finish!: () => void;
+    const first = shop.call("alice", "a", new Promise<void>((resolve) => (finish = resolve)));
+    await Promise.resolve();
+    expect(await refusal(shop.call("alice", "b"))).toEqual({ code: "RATE_LIMITED", retryAfterMs: 1_000 });
+    // The same action again is the running one's, as it would be without limits.
+    expect(await refusal(shop.call("alice", "a"))).toMatchObject({ code: "IN_PROGRESS" });
+    expect(await shop.call("bob", "b")).toMatchObject({ replayed: false });
+    finish();
+    await first;
+    expect(await shop.call("alice", "b")).toMatchObject({ replayed: false });
+    expect(shop.runs()).toBe(3);
+  });
+
+  it("refuses a scope's new key past newKeysPerScope in the window, never a key it already sent, until the window moves", async () => {
+    const shop = limited({ newKeysPerScope: { max: 2, windowMs: 60_000 } });
+    await shop.call("alice", "a");
+    shop.advance(10_000);
+    await shop.call("alice", "b");
+    expect(await refusal(shop.call("alice", "c"))).toEqual({ code: "RATE_LIMITED", retryAfterMs: 50_000 });
+    expect(await shop.call("alice", "a")).toMatchObject({ replayed: true });
+    expect(await shop.call("bob", "c")).toMatchObject({ replayed: false });
+    shop.advance(50_000);
+    expect(await shop.call("alice", "c")).toMatchObject({ replayed: false });
+    expect(shop.runs()).toBe(4);
+  });
+
+  it("is answered 429 with Retry-After through the Fetch adapter, and the handler does not run", async () => {
+    let runs = 0;
+    const handler = withIdempotency(
+      async () => {
+        runs++;
+        return Response.json({ ok: true });
+      },
+      { store: memoryStore(), scope: () => "alice", limits: { newKeysPerScope: { max: 1, windowMs: 60_000 } } },
+    );
+    const post = (key: string) =>
+      handler(
+        new Request("http://shop.test/orders", { method: "POST", headers: { "idempotency-key": key }, body: "{}" }),
+      );
+    expect((await post("k1")).status).toBe(200);
+    const refused = await post("k2");
+    expect([refused.status, refused.headers.get("retry-after")]).toEqual([429, "60"]);
+    expect(await refused.json()).toMatchObject({ error: { code: "RATE_LIMITED", retryable: true } });
+    expect(runs).toBe(1);
+  });
+
+  it("refuses limits that are not whole numbers", () => {
+    expect(() => createIdempotencyEngine({ store: memoryStore(), limits: { inFlightPerScope: 0 } })).toThrow(
+      /inFlightPerScope must be a whole number/,
+    );
+  });
+});
