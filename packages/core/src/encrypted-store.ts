@@ -106,6 +106,11 @@ interface Sealer {
   open(id: RecordId, response: StoredResponse): Promise<StoredResponse>;
 }
 
+/** Whether a stored body is an answer `encryptedStore` sealed: what an inspecting tool shows as sealed. */
+export function isSealedBody(body: string): boolean {
+  return body.startsWith(PREFIX);
+}
+
 function sealerOf({ current, keys }: AnswerKeys): Sealer {
   const raw = new Map<string, Uint8Array>();
   for (const [keyId, key] of Object.entries(keys)) {

@@ -22,6 +22,7 @@ export { DEFAULT_LOOKUP_MAX_RUNNING_MS, settledOutcome } from "./client/outcome-
 export type { TabIdentity } from "./client/tab-identity.js";
 export { knownTab, thisTab, webLocks } from "./client/tab-identity.js";
 export { checkedScope, idempotencyContextOf } from "./context.js";
+export { isSealedBody } from "./encrypted-store.js";
 export { causeChain } from "./errors.js";
 export { canonicalJson } from "./fingerprint.js";
 export { downstreamKey } from "./key.js";

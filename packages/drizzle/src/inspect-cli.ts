@@ -11,6 +11,7 @@
  * error, 3 `show` found nothing. Purging is `idemkit-purge`.
  */
 import { parseArgs } from "node:util";
+import { isSealedBody } from "@idemkit/core/internal";
 
 const USAGE = `usage: DATABASE_URL=postgres://… idemkit <command> [options]
 
@@ -192,7 +193,7 @@ function recordOf(row: Row) {
     ageS: seconds(row.age_s),
     leaseLeftS: seconds(row.lease_left_s),
     expiresInS: seconds(row.expires_in_s),
-    ...(body !== undefined && { body: body.startsWith("idemkit:aes-256-gcm:") ? "(sealed by encryptedStore)" : body }),
+    ...(body !== undefined && { body: isSealedBody(body) ? "(sealed by encryptedStore)" : body }),
   };
 }
 

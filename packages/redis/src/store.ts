@@ -26,6 +26,19 @@ export interface RedisStoreOptions {
   prefix?: string;
 }
 
+/**
+ * The Redis key of each record: named by a digest of its id, so any scope, path and key fit and none is readable
+ * from the key name, and the braces make the whole name the Cluster hash tag.
+ */
+export function recordKeyOf(prefix: string): (id: RecordId) => string {
+  return ({ scope, path, key }) => `${prefix}{${sha256Hex(JSON.stringify([scope, path, key]))}}`;
+}
+
+/** The pattern every record's key matches, for SCAN. */
+export function recordPattern(prefix: string): string {
+  return `${globEscaped(prefix)}{*}`;
+}
+
 /** Times go to the scripts in whole ms (Redis expiry takes integers): ends rounded up, never shortened. */
 const until = (ms: number) => String(Math.ceil(ms));
 const at = (ms: number) => String(Math.floor(ms));
@@ -38,9 +51,7 @@ export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): 
     );
   }
   const commands = commandsOf(client);
-  // One key per record, named by a digest of its id: any scope, path and key fit, none is readable from the key
-  // name, and the braces make the whole name the Cluster hash tag.
-  const keyOf = ({ scope, path, key }: RecordId) => `${prefix}{${sha256Hex(JSON.stringify([scope, path, key]))}}`;
+  const keyOf = recordKeyOf(prefix);
 
   return {
     async claim(request: ClaimRequest): Promise<ClaimResult> {
@@ -85,7 +96,7 @@ export function redisStore({ client, prefix = "idemkit:" }: RedisStoreOptions): 
      */
     async purgeExpired({ now, batchSize = 1_000 }: { now: number; batchSize?: number }): Promise<number> {
       let purged = 0;
-      for await (const keys of commands.scan(`${globEscaped(prefix)}{*}`, batchSize)) {
+      for await (const keys of commands.scan(recordPattern(prefix), batchSize)) {
         const deleted = await Promise.all(keys.map((key) => commands.run(PURGE, key, [at(now)])));
         purged += deleted.filter(done).length;
       }
@@ -115,7 +126,7 @@ function done(reply: unknown): boolean {
 }
 
 /** A record from its hash's fields; undefined when there is none. */
-function recordOf(fields: Record<string, string | undefined>): StoredRecord | undefined {
+export function recordOf(fields: Record<string, string | undefined>): StoredRecord | undefined {
   const { state, fingerprint = "", fence, lease, expires, status, body = "" } = fields;
   if (state === RecordState.IN_PROGRESS) {
     return {
