@@ -7,6 +7,8 @@
  */
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
+  // Before anything is protected, so that the operator page counts every call from the first.
+  (await import("./server/operator-metrics")).installOperatorMetrics();
   const { database } = await import("./server/database");
   const { env } = await import("./server/env");
   try {
