@@ -10,8 +10,8 @@
  * codes a script can use: 0 done, 1 the database failed (unreachable, or the table missing: said as such), 2 a usage
  * error, 3 `show` found nothing. Purging is `idemkit-purge`.
  */
-import { parseArgs } from "node:util";
 import { isSealedBody } from "@idemkit/core/internal";
+import { type Args, type InspectReport, recordLines, runInspectCommand, type SqlClient } from "./inspect-command.js";
 
 const USAGE = `usage: DATABASE_URL=postgres://… idemkit <command> [options]
 
@@ -28,81 +28,27 @@ Exit codes: 0 done, 1 the database failed, 2 a usage error, 3 show found nothing
 Needs the "postgres" package (npm install postgres).`;
 
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 
+const OPTIONS = {
+  path: { type: "string" },
+  scope: { type: "string" },
+  body: { type: "boolean" },
+  stuck: { type: "boolean" },
+  limit: { type: "string", default: "50" },
+  since: { type: "string", default: "1h" },
+} as const;
+type Given = Args<typeof OPTIONS>;
 type Row = Record<string, unknown>;
-
-function usageError(message?: string): never {
-  if (message) console.error(`idemkit: ${message}`);
-  console.error(USAGE);
-  process.exit(2);
-}
-
-const { values, positionals } = (() => {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: {
-        path: { type: "string" },
-        scope: { type: "string" },
-        body: { type: "boolean" },
-        stuck: { type: "boolean" },
-        limit: { type: "string", default: "50" },
-        since: { type: "string", default: "1h" },
-        json: { type: "boolean" },
-        table: { type: "string", default: "idempotency_keys" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    return usageError((error as Error).message);
-  }
-})();
-
-if (values.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const [command, ...operands] = positionals;
-if (!command || !["show", "list", "stats"].includes(command)) usageError(command && `unknown command "${command}"`);
-if (command === "show" && operands.length !== 1) usageError("show takes one key");
-if (!TABLE_NAME.test(values.table)) usageError(`--table "${values.table}" is not a table name`);
-const limit = Number(values.limit);
-if (!Number.isInteger(limit) || limit < 1) usageError("--limit must be a whole number, 1 or more");
-const since = /^(\d+)([smhd])$/.exec(values.since);
-if (!since) usageError(`--since "${values.since}" is not an age such as 30m, 1h or 7d`);
-const sinceMs = Number(since[1]) * UNIT_MS[since[2] as keyof typeof UNIT_MS];
-const url = process.env.DATABASE_URL;
-if (!url) usageError("DATABASE_URL is not set");
-
-const table = values.table
-  .split(".")
-  .map((part) => `"${part}"`)
-  .join(".");
-
-const { default: postgres } = await import("postgres").catch((cause: unknown) => {
-  console.error(
-    `idemkit connects with postgres.js, which is not installed here: run \`npm install postgres\`.\n(${cause})`,
-  );
-  process.exit(2);
-});
-const client = postgres(url, { max: 1, connect_timeout: 10, onnotice: () => {} });
-
-/** What each command prints: a document for --json, lines for people, and whether it found anything. */
-interface Report {
-  document: unknown;
-  lines: string[];
-  found: boolean;
-}
 
 const RECORD_COLUMNS = `scope, path, key, state, fence, fingerprint, response_status as status,
   extract(epoch from now() - created_at)::float8 as age_s,
   extract(epoch from lease_expires_at - now())::float8 as lease_left_s,
   extract(epoch from expires_at - now())::float8 as expires_in_s`;
 
-async function show(key: string): Promise<Report> {
-  const rows = await client.unsafe<Row[]>(
-    `select ${RECORD_COLUMNS}${values.body ? ", response_body as body" : ""} from ${table}
+async function show(client: SqlClient, { operands, values, table }: Given): Promise<InspectReport> {
+  const key = String(operands[0]);
+  const rows = await client.unsafe(
+    `select ${RECORD_COLUMNS}${values.body ? ", response_body as body" : ""} from ${table.sql}
      where key = $1 and ($2::text is null or path = $2) and ($3::text is null or scope = $3)
      order by created_at`,
     [key, values.path ?? null, values.scope ?? null],
@@ -114,21 +60,16 @@ async function show(key: string): Promise<Report> {
     lines:
       records.length === 0
         ? [`no record of key ${key}${values.path ? ` on ${values.path}` : ""}`]
-        : records.flatMap((record, index) => [
-            ...(index > 0 ? [""] : []),
-            ...Object.entries(record)
-              .filter(([, value]) => value !== null)
-              .map(([name, value]) => `${name.padEnd(12)} ${value}`),
-          ]),
+        : records.flatMap((record, index) => [...(index > 0 ? [""] : []), ...recordLines(record)]),
   };
 }
 
-async function list(): Promise<Report> {
-  const rows = await client.unsafe<Row[]>(
-    `select ${RECORD_COLUMNS} from ${table}
+async function list(client: SqlClient, { values, table }: Given): Promise<InspectReport> {
+  const rows = await client.unsafe(
+    `select ${RECORD_COLUMNS} from ${table.sql}
      where state = 'in_progress' and (not $1::boolean or lease_expires_at <= now())
      order by created_at limit $2::int`,
-    [values.stuck ?? false, limit],
+    [values.stuck ?? false, Number(values.limit)],
   );
   const records = rows.map(recordOf);
   return {
@@ -145,17 +86,17 @@ async function list(): Promise<Report> {
   };
 }
 
-async function stats(): Promise<Report> {
-  const rows = await client.unsafe<Row[]>(
+async function stats(client: SqlClient, { values, table }: Given): Promise<InspectReport> {
+  const rows = await client.unsafe(
     `select path,
        count(*) filter (where state = 'completed' and response_status < 400)::int as succeeded,
        count(*) filter (where state = 'completed' and response_status between 400 and 499)::int as refused_4xx,
        count(*) filter (where state = 'completed' and response_status >= 500)::int as failed_5xx,
        count(*) filter (where state = 'in_progress' and lease_expires_at > now())::int as running,
        count(*) filter (where state = 'in_progress' and lease_expires_at <= now())::int as stuck
-     from ${table} where created_at >= now() - $1::float8 * interval '1 millisecond'
+     from ${table.sql} where created_at >= now() - $1::float8 * interval '1 millisecond'
      group by path order by path`,
-    [sinceMs],
+    [ageMs(String(values.since))],
   );
   const paths = rows.map((row) => ({
     path: String(row.path),
@@ -197,34 +138,25 @@ function recordOf(row: Row) {
   };
 }
 
-/** A database failure, said as what the operator should do about it. */
-function described(error: unknown): string {
-  const { code, message } = error as { code?: string; message?: string };
-  if (code === "42P01") {
-    return `the table ${values.table} does not exist in this database: run idemkit's migration, or name the table with --table`;
-  }
-  if (
-    code === "ECONNREFUSED" ||
-    code === "ENOTFOUND" ||
-    code === "CONNECT_TIMEOUT" ||
-    code === "28P01" ||
-    code === "3D000"
-  ) {
-    return `cannot reach the database at DATABASE_URL (${code}: ${message})`;
-  }
-  return `the database failed: ${message ?? String(error)}`;
+/** An AGE (`30m`, `1h`, `7d`) in ms; NaN when it is not one. */
+function ageMs(text: string): number {
+  const match = /^(\d+)([smhd])$/.exec(text);
+  return match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : Number.NaN;
 }
 
-let exitCode = 0;
-try {
-  const report =
-    command === "show" ? await show(String(operands[0])) : command === "list" ? await list() : await stats();
-  console.log(values.json ? JSON.stringify(report.document, null, 2) : report.lines.join("\n"));
-  if (!report.found) exitCode = 3;
-} catch (error) {
-  console.error(`idemkit: ${described(error)}`);
-  exitCode = 1;
-} finally {
-  await client.end({ timeout: 1 });
-}
-process.exit(exitCode);
+await runInspectCommand({
+  name: "idemkit",
+  usage: USAGE,
+  commands: ["show", "list", "stats"],
+  options: OPTIONS,
+  table: "idempotency_keys",
+  check({ command, operands, values }) {
+    if (command === "show" && operands.length !== 1) return "show takes one key";
+    const limit = Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1) return "--limit must be a whole number, 1 or more";
+    if (Number.isNaN(ageMs(String(values.since))))
+      return `--since "${values.since}" is not an age such as 30m, 1h or 7d`;
+    return undefined;
+  },
+  run: (client, args) => (args.command === "show" ? show : args.command === "list" ? list : stats)(client, args),
+});
