@@ -51,6 +51,7 @@ export function createIdempotencyEngine<Tx>({
   onEvent,
   telemetry: telemetryOptions,
   limits,
+  redact,
 }: IdempotencyEngineOptions<Tx>) {
   const atomic = store.atomic;
   if (mode === IdempotencyMode.ATOMIC && !atomic) {
@@ -94,10 +95,18 @@ export function createIdempotencyEngine<Tx>({
       execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
     ): Promise<RunResult<T>> {
       return telemetry.observed<T>(request, (seen) =>
-        runOnce(request, async (execution) => seen(await execute(execution))),
+        runOnce(request, async (execution) => seen(kept(request, await execute(execution)))),
       );
     },
   };
+
+  /** The settlement with what is kept of its answer: redacted before the store or the cache sees it. */
+  function kept<T>(request: IdempotentRequest, settlement: Settlement<T>): Settlement<T> {
+    if (!redact || settlement.response === undefined) return settlement;
+    const id = { scope: request.scope, path: request.path, key: request.key };
+    const { status, body } = settlement.response;
+    return { ...settlement, response: { status, body: redact(body, id) } };
+  }
 
   async function runOnce<T>(
     request: IdempotentRequest,

@@ -1,7 +1,8 @@
 /**
  * Stored answers encrypted at rest (`encryptedStore` over `drizzleStore`), on PostgreSQL and PGlite, through the
  * Fetch adapter as a route handler answers: what the table holds is sealed, the replay is the first answer byte for
- * byte, rotated keys still open older answers, and an answer that does not open is refused without running anything.
+ * byte, rotated keys still open older answers, and an answer that does not open is refused without running anything;
+ * and what `redact` leaves of an answer is all that is kept.
  */
 import { type AnswerKeys, encryptedStore, withIdempotency } from "@idemkit/core";
 import { type Driver, notesDatabases } from "@idemkit/testkit";
@@ -94,6 +95,32 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("encryptedStore on %
     await orders(driver, undefined).send(plain);
     expect((await shop.send(plain)).status).toBe(500);
     expect(withoutItsKey.runs() + shop.runs()).toBe(1);
+  });
+
+  it("keeps what redact leaves of an answer: the first caller gets all of it, every replay the rest", async () => {
+    const database = databases[driver];
+    const POST = withIdempotency(
+      async (request, { tx, key }) => {
+        await tx.execute(sql`insert into notes (key) values (${key})`);
+        return Response.json({ orderId: 7, card: "4242 4242 4242 4242", note: await request.text() }, { status: 201 });
+      },
+      {
+        store: drizzleStore({ db: database.db }),
+        scope: () => "alice",
+        redact: (body) => body.replace(/\d{4} \d{4} \d{4} (\d{4})/, "•••• $1"),
+      },
+    );
+    const key = globalThis.crypto.randomUUID();
+    const send = () =>
+      POST(
+        new Request("http://shop.test/orders", { method: "POST", headers: { "idempotency-key": key }, body: "tea" }),
+      );
+    expect(await (await send()).json()).toMatchObject({ card: "4242 4242 4242 4242" });
+    // From the replay cache, then from the table.
+    const fromCache = await send();
+    expect([fromCache.status, (await fromCache.json()).card]).toEqual([201, "•••• 4242"]);
+    expect(await storedBody(driver, key)).not.toContain("4242 4242");
+    expect(await storedBody(driver, key)).toContain("•••• 4242");
   });
 
   it("refuses keys that are not 32 bytes, and a current key it was not given", () => {

@@ -26,6 +26,7 @@ import {
   type ModesOf,
   type ModeTransaction,
   parseIdempotencyKey,
+  type RecordId,
   type Settlement,
   type TelemetryOptions,
   transactionBypassIn,
@@ -86,6 +87,11 @@ export interface IdempotencyCommonOptions<TCtx extends object, TStore extends Id
    * refused 429 TOO_MANY_REQUESTS with `Retry-After`, and nothing runs. Off by default.
    */
   limits?: CallLimits;
+  /**
+   * What is kept of a result for replays: gets the stored body (JSON, `{"result": …}` serialized with
+   * `transformer`) and returns what to store in its place. The first caller gets the whole result. Default: all.
+   */
+  redact?: (body: string, id: RecordId) => string;
 }
 
 /**

@@ -112,6 +112,13 @@ export interface IdempotencyEngineOptions<Tx> {
    * nothing runs. Off by default.
    */
   limits?: CallLimits;
+  /**
+   * What is kept of an answer's body: it gets the body as the adapter serialized it (JSON for idemkit's adapters)
+   * and returns what to store and replay in its place, without what must not be stored (a card number, a token).
+   * The first caller gets the whole answer; every replay, from the store or the cache, gets this; the status stays.
+   * It must not throw: a throw fails the call (in atomic mode its writes are rolled back).
+   */
+  redact?: (body: string, id: RecordId) => string;
 }
 
 /** Identity and fingerprint of one request. */
