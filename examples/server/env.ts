@@ -8,6 +8,10 @@ function required(name: string): string {
 export const env = {
   databaseUrl: required("DATABASE_URL"),
   redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
-  answerKey: required("IDEMKIT_ANSWER_KEY"),
-  previousAnswerKey: required("IDEMKIT_PREVIOUS_ANSWER_KEY"),
 };
+
+/** The keys stored answers are sealed with (`sealed-store.ts`), read only where they are used. */
+export const answerKeys = () => ({
+  current: required("IDEMKIT_ANSWER_KEY"),
+  previous: required("IDEMKIT_PREVIOUS_ANSWER_KEY"),
+});

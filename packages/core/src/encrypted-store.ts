@@ -27,7 +27,8 @@ export interface AnswerKeys {
   current: string;
   /**
    * Every key that may have sealed an answer still stored, by id: 32 bytes each, as bytes or base64. Keep a retired
-   * key until the answers it sealed have expired (the store's TTL): an answer whose key is gone is refused.
+   * key until the answers it sealed have expired and been purged (`idemkit-purge`): an answer whose key is gone is
+   * refused, and an expired record is still read until it is purged.
    */
   keys: Readonly<Record<string, Uint8Array | string>>;
 }
@@ -42,7 +43,7 @@ const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
  *
  *   const store = encryptedStore(drizzleStore({ db }), {
  *     current: "2026-12",
- *     keys: { "2026-12": process.env.IDEMKIT_ANSWER_KEY, "2026-06": process.env.IDEMKIT_ANSWER_KEY_OLD },
+ *     keys: { "2026-12": env.answerKey, "2026-06": env.previousAnswerKey }, // base64 of 32 bytes each
  *   });
  */
 export function encryptedStore<TStore extends IdempotencyStore<unknown>>(
@@ -106,6 +107,14 @@ interface Sealer {
   open(id: RecordId, response: StoredResponse): Promise<StoredResponse>;
 }
 
+/**
+ * The refusal of a sealed answer read through a store that was not wrapped with its keys (a second engine, a lookup
+ * given the plain store): it is never replayed as the ciphertext it is.
+ */
+export function sealedWithoutKeys(id: RecordId): IdempotencyError {
+  return unreadable(id, "it was sealed by encryptedStore, and this store was not given its keys");
+}
+
 /** Whether a stored body is an answer `encryptedStore` sealed: what an inspecting tool shows as sealed. */
 export function isSealedBody(body: string): boolean {
   return body.startsWith(PREFIX);
@@ -117,7 +126,11 @@ function sealerOf({ current, keys }: AnswerKeys): Sealer {
     if (!KEY_ID.test(keyId)) {
       throw new TypeError(`encryptedStore(): key id "${keyId}" must be 1 to 64 letters, digits, ".", "_" or "-".`);
     }
-    const bytes = typeof key === "string" ? fromBase64(key) : key;
+    if (typeof key !== "string" && !(key instanceof Uint8Array)) {
+      throw new TypeError(`encryptedStore(): key "${keyId}" is missing: give 32 bytes, or their base64.`);
+    }
+    // A copy: the caller's buffer may change after this.
+    const bytes = typeof key === "string" ? fromBase64(key) : new Uint8Array(key);
     if (bytes.length !== 32) {
       throw new TypeError(`encryptedStore(): key "${keyId}" must be 32 bytes (AES-256), not ${bytes.length}.`);
     }
@@ -136,13 +149,15 @@ function sealerOf({ current, keys }: AnswerKeys): Sealer {
     }
     return key;
   };
-  const boundTo = (id: RecordId) => new TextEncoder().encode(JSON.stringify([id.scope, id.path, id.key]));
+  // The record and the status the answer was stored with: neither can be changed under it.
+  const boundTo = (id: RecordId, status: number) =>
+    new TextEncoder().encode(JSON.stringify([id.scope, id.path, id.key, status]));
 
   return {
     async seal(id, response) {
       const iv = globalThis.crypto.getRandomValues(new Uint8Array(IV_BYTES));
       const sealed = await globalThis.crypto.subtle.encrypt(
-        { name: "AES-GCM", iv, additionalData: boundTo(id) },
+        { name: "AES-GCM", iv, additionalData: boundTo(id, response.status) },
         await cryptoKey(current),
         new TextEncoder().encode(response.body),
       );
@@ -163,7 +178,7 @@ function sealerOf({ current, keys }: AnswerKeys): Sealer {
       }
       try {
         const body = await globalThis.crypto.subtle.decrypt(
-          { name: "AES-GCM", iv: fromBase64(iv), additionalData: boundTo(id) },
+          { name: "AES-GCM", iv: fromBase64(iv), additionalData: boundTo(id, response.status) },
           await cryptoKey(keyId),
           fromBase64(sealed),
         );

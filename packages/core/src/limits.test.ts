@@ -79,9 +79,29 @@ describe("limits", () => {
     expect(runs).toBe(1);
   });
 
-  it("refuses limits that are not whole numbers", () => {
+  it("counts one key on two paths as two actions, as their records are", async () => {
+    let runs = 0;
+    const engine = createIdempotencyEngine({
+      store: memoryStore(),
+      limits: { newKeysPerScope: { max: 1, windowMs: 60_000 } },
+    });
+    const call = (path: string) =>
+      engine.run({ scope: "alice", path, key: "k", fingerprint: "f" }, async () => {
+        runs++;
+        return { value: runs, response: { status: 200, body: "1" } };
+      });
+    await call("orders.place");
+    expect(await refusal(call("refunds.issue"))).toMatchObject({ code: "RATE_LIMITED" });
+    expect(runs).toBe(1);
+  });
+
+  it("refuses limits that are not whole numbers, or a window without its max", () => {
     expect(() => createIdempotencyEngine({ store: memoryStore(), limits: { inFlightPerScope: 0 } })).toThrow(
       /inFlightPerScope must be a whole number/,
+    );
+    const halfWindow = { newKeysPerScope: { max: 5 } } as unknown as CallLimits;
+    expect(() => createIdempotencyEngine({ store: memoryStore(), limits: halfWindow })).toThrow(
+      /both max and windowMs/,
     );
   });
 });

@@ -19,6 +19,7 @@
  * a 409 that says when to come back (idemkit's IN_PROGRESS and LEASE_LOST) is retried.
  */
 
+import { isSealedBody, sealedWithoutKeys } from "./encrypted-store.js";
 import { type IdempotencyStore, type RecordId, RecordState, type StoredResponse } from "./store.js";
 
 /** 4xx answers that say "not now" rather than "never": storing them would replay a passing state for the whole TTL. */
@@ -96,5 +97,6 @@ export async function recordOutcome(
   if (running) return { state: "running" };
   if (record?.state === RecordState.IN_PROGRESS && record.leaseExpiresAt > now) return { state: "running" };
   if (!record || record.expiresAt <= now || record.state === RecordState.IN_PROGRESS) return { state: "unknown" };
+  if (isSealedBody(record.response.body)) throw sealedWithoutKeys(id);
   return { state: "stored", response: record.response };
 }

@@ -47,8 +47,11 @@ export interface Args<TOptions extends Options> {
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 
-/** Runs `spec` with the process's arguments and environment, then exits. */
-export async function runInspectCommand<TOptions extends Options>(spec: InspectCommand<TOptions>): Promise<never> {
+/**
+ * Runs `spec` with the process's arguments and environment. It sets the exit code and lets the process end by
+ * itself, so a long `--json` document is written out whole on a piped stdout first.
+ */
+export async function runInspectCommand<TOptions extends Options>(spec: InspectCommand<TOptions>): Promise<void> {
   const usageError = (message?: string): never => {
     if (message) console.error(`${spec.name}: ${message}`);
     console.error(spec.usage);
@@ -112,7 +115,7 @@ export async function runInspectCommand<TOptions extends Options>(spec: InspectC
   } finally {
     await client.end({ timeout: 1 });
   }
-  process.exit(exitCode);
+  process.exitCode = exitCode;
 }
 
 /** A database failure, said as what the operator should do about it. */

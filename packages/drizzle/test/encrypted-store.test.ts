@@ -90,11 +90,19 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("encryptedStore on %
     );
     const moved = await shop.send(key);
     expect([moved.status, (await moved.json()).error.code]).toEqual([500, "STORE_MISCONFIGURED"]);
+    // Its status changed under it: 201 made 200.
+    const altered = globalThis.crypto.randomUUID();
+    await shop.send(altered);
+    await databases[driver].query("update idempotency_keys set response_status = 200 where key = $1", [altered]);
+    expect((await shop.send(altered)).status).toBe(500);
+    // Read through a store that was not given the keys: refused, never replayed as ciphertext.
+    const unwrapped = await orders(driver, undefined).send(other);
+    expect([unwrapped.status, (await unwrapped.json()).error.code]).toEqual([500, "STORE_MISCONFIGURED"]);
     // An answer written before encryption was turned on is not replayed as plaintext either.
     const plain = globalThis.crypto.randomUUID();
     await orders(driver, undefined).send(plain);
     expect((await shop.send(plain)).status).toBe(500);
-    expect(withoutItsKey.runs() + shop.runs()).toBe(1);
+    expect(withoutItsKey.runs() + shop.runs()).toBe(2);
   });
 
   it("keeps what redact leaves of an answer: the first caller gets all of it, every replay the rest", async () => {
@@ -127,5 +135,8 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("encryptedStore on %
     const store = drizzleStore({ db: databases[driver].db });
     expect(() => encryptedStore(store, { current: "a", keys: { a: new Uint8Array(16) } })).toThrow(/32 bytes/);
     expect(() => encryptedStore(store, { current: "b", keys: { a: keyOf(1) } })).toThrow(/"b" is not in keys/);
+    // An unset environment variable, say.
+    const unset = { a: undefined } as unknown as Record<string, string>;
+    expect(() => encryptedStore(store, { current: "a", keys: unset })).toThrow(/key "a" is missing/);
   });
 });

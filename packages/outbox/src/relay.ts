@@ -146,7 +146,8 @@ export function createRelay({
     const published = event;
     const marked = run(db, statements.PUBLISHED, [claimed.id, claimed.attempt, databaseNow()]).then(([mark]) => {
       batch.published++;
-      telemetry.published(published.topic, Number(row.waited_ms) + elapsed() - claimedAt);
+      // An event another relay took over is measured when that relay marks it.
+      if (mark) telemetry.published(published.topic, Number(row.waited_ms) + elapsed() - claimedAt);
       // Published all the same; another relay took it over after this one's lease ended, and will publish it again.
       report(mark ? { type: "published", event: published } : { type: "lease_lost", event: published });
     });

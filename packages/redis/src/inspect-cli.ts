@@ -184,4 +184,5 @@ try {
 } finally {
   await client.destroy?.();
 }
-process.exit(exitCode);
+// Set, not exited with: a long --json document on a piped stdout is written out whole first.
+process.exitCode = exitCode;

@@ -3,6 +3,7 @@
  * a stored record replayed or refused, a conflict, a store failure said as such, a store call bounded in time.
  */
 import { within } from "../deadline.js";
+import { isSealedBody, sealedWithoutKeys } from "../encrypted-store.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "../errors.js";
 import type { ClaimRequest, IdempotencyStore, StoredRecord, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
@@ -74,6 +75,7 @@ export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
       );
     }
     if (record.state === RecordState.COMPLETED) {
+      if (isSealedBody(record.response.body)) throw sealedWithoutKeys(request);
       cache.set(request, record);
       report(IdempotencyEventType.REPLAYED, request);
       return { replayed: true, response: record.response };

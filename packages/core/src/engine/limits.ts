@@ -16,12 +16,23 @@ export interface CallLimits {
   newKeysPerScope?: { max: number; windowMs: number };
 }
 
-/** Scopes whose keys are remembered at most; past it, the scopes idle for a whole window are forgotten first. */
+/**
+ * Past this many scopes remembered, those idle for a whole window are forgotten. Memory is bounded by the scopes
+ * active within one window, each with at most `max` keys.
+ */
 const MAX_SCOPES = 10_000;
+
+/** One action of a scope: a key is a record's only together with its path. */
+function actionOf(path: string, key: string): string {
+  return JSON.stringify([path, key]);
+}
 
 /** The limits of one engine; `admit` throws RATE_LIMITED or returns the call's release. */
 export function limitsOf(limits: CallLimits | undefined, now: () => number, busyRetryAfterMs: number) {
   const { inFlightPerScope, newKeysPerScope } = limits ?? {};
+  if (newKeysPerScope && (newKeysPerScope.max === undefined || newKeysPerScope.windowMs === undefined)) {
+    throw new TypeError("limits.newKeysPerScope needs both max and windowMs.");
+  }
   for (const [name, value] of [
     ["inFlightPerScope", inFlightPerScope],
     ["newKeysPerScope.max", newKeysPerScope?.max],
@@ -44,36 +55,40 @@ export function limitsOf(limits: CallLimits | undefined, now: () => number, busy
     );
   }
 
-  function keyIsNew({ scope, key }: IdempotentRequest, windowMs: number, max: number): void {
+  function keyIsNew({ scope, path, key }: IdempotentRequest, windowMs: number, max: number): void {
+    const action = actionOf(path, key);
     const at = now();
     const keys = recentKeys.get(scope) ?? new Map<string, number>();
     for (const [known, seenAt] of keys) {
       if (seenAt > at - windowMs) break;
       keys.delete(known);
     }
-    if (keys.has(key)) return;
+    if (keys.has(action)) return;
     if (keys.size >= max) {
       const oldest = keys.values().next().value ?? at;
       refuse("new requests", oldest + windowMs - at);
     }
-    keys.set(key, at);
+    keys.set(action, at);
     recentKeys.delete(scope);
     recentKeys.set(scope, keys);
     if (recentKeys.size > MAX_SCOPES) forgetIdleScopes(at - windowMs);
   }
 
+  /** Scopes are kept in the order of their last new key: the idle ones are first, and the scan stops at a live one. */
   function forgetIdleScopes(before: number): void {
     for (const [scope, keys] of recentKeys) {
-      if (recentKeys.size <= MAX_SCOPES) return;
-      const newest = [...keys.values()].pop() ?? 0;
-      if (newest <= before || keys.size === 0) recentKeys.delete(scope);
+      let newest = 0;
+      for (const seenAt of keys.values()) newest = seenAt;
+      if (newest > before) return;
+      recentKeys.delete(scope);
     }
   }
 
   return {
     /** Admits `request` under the limits, or refuses it; the returned function ends its run. */
     admit(request: IdempotentRequest): () => void {
-      const { scope, key } = request;
+      const { scope } = request;
+      const key = actionOf(request.path, request.key);
       const keys = running.get(scope) ?? new Map<string, number>();
       // A duplicate of a call running here waits for it and replays: it is the same action, not one more.
       if (inFlightPerScope !== undefined && !keys.has(key) && keys.size >= inFlightPerScope) {

@@ -140,7 +140,8 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
 
   return {
     event(event: IdempotencyEvent): void {
-      if (!off) publishTo(channels.event, () => event);
+      // A copy: a subscriber that changes what it got changes nothing of what onEvent gets.
+      if (!off) publishTo(channels.event, () => ({ ...event }));
     },
 
     /**
@@ -156,18 +157,21 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
       const base: Attributes = { "idemkit.mode": mode, "idemkit.path": request.path };
       let span: Span | undefined;
       let instruments: Instruments | undefined;
+      // Each reporter on its own: one that throws leaves the others, and the answer, as they are.
       quietly(() => {
         span = tracerProvider()
           ?.getTracer(INSTRUMENTATION)
           .startSpan(`idemkit ${request.path}`, { attributes: { ...base, "idemkit.key": request.key } });
+      });
+      quietly(() => {
         const provider = meterProvider();
         instruments = provider && instrumentsOf(provider);
         instruments?.active.add(1, base);
       });
       let settlement: Settlement<T> | undefined;
-      const ended = (outcome: CallOutcome, error?: unknown) =>
+      const ended = (outcome: CallOutcome, error?: unknown) => {
+        const durationMs = performance.now() - startedAt;
         quietly(() => {
-          const durationMs = performance.now() - startedAt;
           const attributes = { ...base, "idemkit.outcome": outcome };
           instruments?.active.add(-1, base);
           instruments?.calls.add(1, attributes);
@@ -177,21 +181,23 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
             counts[outcome]++;
             instruments.tally.set(request.path, counts);
           }
-          if (span) {
-            span.setAttributes({ "idemkit.outcome": outcome, "idemkit.replayed": outcome === CallOutcome.REPLAYED });
-            const refusal = [CallOutcome.CONFLICT, CallOutcome.MISMATCH, CallOutcome.RATE_LIMITED] as CallOutcome[];
-            if (error !== undefined && !refusal.includes(outcome)) {
-              span.recordException(error instanceof Error ? error : String(error));
-              span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
-            }
-            span.end();
-          }
-          publishTo(channels.call, (): CallMessage => {
-            const message: CallMessage = { path: request.path, key: request.key, mode, outcome, durationMs };
-            if (error !== undefined) message.error = error;
-            return message;
-          });
         });
+        quietly(() => {
+          if (!span) return;
+          span.setAttributes({ "idemkit.outcome": outcome, "idemkit.replayed": outcome === CallOutcome.REPLAYED });
+          const refusal = [CallOutcome.CONFLICT, CallOutcome.MISMATCH, CallOutcome.RATE_LIMITED] as CallOutcome[];
+          if (error !== undefined && !refusal.includes(outcome)) {
+            span.recordException(error instanceof Error ? error : String(error));
+            span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+          }
+          span.end();
+        });
+        publishTo(channels.call, (): CallMessage => {
+          const message: CallMessage = { path: request.path, key: request.key, mode, outcome, durationMs };
+          if (error !== undefined) message.error = error;
+          return message;
+        });
+      };
       try {
         const result = await run((given) => {
           settlement = given;
