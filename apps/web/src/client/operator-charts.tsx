@@ -95,9 +95,11 @@ function Chart({
   const height = 48;
   const known = points.filter((point): point is number => point !== null);
   const top = max ?? Math.max(1, ...known);
+  // The newest sample at the right edge: the line grows in from the right as the minute fills.
+  const offset = SAMPLES - points.length;
   const line = points
     .map((point, index) =>
-      point === null ? null : `${(index / (SAMPLES - 1)) * width},${height - (point / top) * height}`,
+      point === null ? null : `${((offset + index) / (SAMPLES - 1)) * width},${height - (point / top) * height}`,
     )
     .filter(Boolean)
     .join(" ");
