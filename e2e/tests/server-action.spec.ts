@@ -20,6 +20,28 @@ const receipt = (page: Page) => page.getByRole("status");
 /** The page's Server Action submissions, as @idemkit/playwright finds them. */
 const PLACE_ORDER = { serverActions: { page: "/actions" } } as const;
 
+/**
+ * The first form post reaches the server, which places the order, and its answer is held back until the page sends
+ * a second: the moment a user presses again while the first answer is slow to come back.
+ */
+async function holdFirstAnswerUntilSecondSent(page: Page) {
+  const firstAnswered = gate();
+  const secondSent = gate();
+  let reachedServer = 0;
+  await page.route("**/actions", async (route) => {
+    if (route.request().method() !== "POST") return route.continue();
+    if (++reachedServer > 1) {
+      secondSent.open();
+      return route.continue();
+    }
+    const response = await route.fetch({ maxRedirects: 0 });
+    firstAnswered.open();
+    await secondSent.opened;
+    await route.fulfill({ response }).catch(() => {});
+  });
+  return { firstAnswered: firstAnswered.opened, reachedServer: () => reachedServer };
+}
+
 test.describe("without JavaScript", () => {
   test.use({ javaScriptEnabled: false });
 
@@ -27,32 +49,17 @@ test.describe("without JavaScript", () => {
     page,
   }) => {
     await page.goto("/actions");
-    const firstAnswered = gate();
-    const secondSent = gate();
-    let reachedServer = 0;
-    await page.route("**/actions", async (route) => {
-      if (route.request().method() !== "POST") return route.continue();
-      reachedServer++;
-      if (reachedServer > 1) {
-        secondSent.open();
-        return route.continue();
-      }
-      // The first submission reaches the server, which places the order; its answer is slow to come back.
-      const response = await route.fetch({ maxRedirects: 0 });
-      firstAnswered.open();
-      await secondSent.opened;
-      await route.fulfill({ response }).catch(() => {});
-    });
+    const { firstAnswered, reachedServer } = await holdFirstAnswerUntilSecondSent(page);
     // Where the user's pointer is: a locator would wait for the first submission's navigation, a person does not.
     const button = await placeOrderButton(page).boundingBox();
     if (!button) throw new Error("Place order is not on the page");
     const press = () => page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
     await press();
-    await firstAnswered.opened;
+    await firstAnswered;
     // The page still shows the form: the user presses again, and the browser sends the same form once more.
     await press();
     await expect(page.getByRole("status")).toHaveText(/^Order #\d+ placed\.$/);
-    expect(reachedServer).toBe(2);
+    expect(reachedServer()).toBe(2);
     expect(await ordersOf(page.request)).toHaveLength(1);
   });
 
@@ -89,26 +96,13 @@ test.describe("without JavaScript", () => {
   }) => {
     await page.goto("/actions");
     const sent = watchMutations(page, PLACE_ORDER);
-    const firstAnswered = gate();
-    const secondSent = gate();
-    let reachedServer = 0;
-    await page.route("**/actions", async (route) => {
-      if (route.request().method() !== "POST") return route.continue();
-      if (++reachedServer > 1) {
-        secondSent.open();
-        return route.continue();
-      }
-      const response = await route.fetch({ maxRedirects: 0 });
-      firstAnswered.open();
-      await secondSent.opened;
-      await route.fulfill({ response }).catch(() => {});
-    });
+    const { firstAnswered } = await holdFirstAnswerUntilSecondSent(page);
     // By the pointer and the keyboard: a locator would wait for the first submission's navigation, a person does not.
     const quantity = await page.getByLabel("Quantity").boundingBox();
     const button = await placeOrderButton(page).boundingBox();
     if (!quantity || !button) throw new Error("The form is not on the page");
     await page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
-    await firstAnswered.opened;
+    await firstAnswered;
     // The page still shows the form the first order went with: the user changes it and sends it again.
     await page.mouse.click(quantity.x + quantity.width / 2, quantity.y + quantity.height / 2);
     await page.keyboard.press("ControlOrMeta+A");

@@ -10,6 +10,7 @@
  * Statuses, fingerprints and the records' other columns stay readable: operating the store needs them, and they
  * hold no answer.
  */
+import { fromBase64, toBase64 } from "./base64.js";
 import { IdempotencyError, IdempotencyErrorCode } from "./errors.js";
 import type {
   AtomicCapability,
@@ -130,7 +131,7 @@ function sealerOf({ current, keys }: AnswerKeys): Sealer {
       throw new TypeError(`encryptedStore(): key "${keyId}" is missing: give 32 bytes, or their base64.`);
     }
     // A copy: the caller's buffer may change after this.
-    const bytes = typeof key === "string" ? fromBase64(key) : new Uint8Array(key);
+    const bytes = typeof key === "string" ? bytesOf(key) : new Uint8Array(key);
     if (bytes.length !== 32) {
       throw new TypeError(`encryptedStore(): key "${keyId}" must be 32 bytes (AES-256), not ${bytes.length}.`);
     }
@@ -178,9 +179,9 @@ function sealerOf({ current, keys }: AnswerKeys): Sealer {
       }
       try {
         const body = await globalThis.crypto.subtle.decrypt(
-          { name: "AES-GCM", iv: fromBase64(iv), additionalData: boundTo(id, response.status) },
+          { name: "AES-GCM", iv: bytesOf(iv), additionalData: boundTo(id, response.status) },
           await cryptoKey(keyId),
-          fromBase64(sealed),
+          bytesOf(sealed),
         );
         return { status: response.status, body: new TextDecoder().decode(body) };
       } catch (cause) {
@@ -199,15 +200,10 @@ function unreadable(id: RecordId, why: string, cause?: unknown): IdempotencyErro
   );
 }
 
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
-}
-
-function fromBase64(text: string): Uint8Array<ArrayBuffer> {
+/** The bytes of `text`, none when it is not base64: a key of the wrong length, or a sealed answer that does not open. */
+function bytesOf(text: string): Uint8Array<ArrayBuffer> {
   try {
-    return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
+    return fromBase64(text);
   } catch {
     return new Uint8Array(0);
   }

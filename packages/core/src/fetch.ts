@@ -12,6 +12,7 @@
  * location, ETag, ...); never `Set-Cookie` or anything else particular to the first client.
  */
 
+import { fromBase64, toBase64 } from "./base64.js";
 import { checkedScope, type IdempotencyContext, idempotencyContextOf } from "./context.js";
 import type {
   AdapterOptions,
@@ -283,7 +284,7 @@ async function storedBodyOf(answer: Response): Promise<{ stored: StoredFetchBody
     return { stored: { headers, text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) }, bytes };
   } catch {
     return {
-      stored: { headers, base64: btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join("")) },
+      stored: { headers, base64: toBase64(bytes) },
       bytes,
     };
   }
@@ -297,8 +298,7 @@ function bodyless(status: number): boolean {
 function replayOf(status: number, stored: StoredFetchBody, replayed: boolean): Response {
   const headers = new Headers(stored.headers);
   if (replayed) headers.set(IDEMPOTENT_REPLAYED_HEADER, "true");
-  const body =
-    stored.base64 !== undefined ? Uint8Array.from(atob(stored.base64), (char) => char.charCodeAt(0)) : stored.text;
+  const body = stored.base64 !== undefined ? fromBase64(stored.base64) : stored.text;
   return new Response(bodyless(status) ? null : body, { status, headers });
 }
 

@@ -12,6 +12,7 @@
  */
 import { isSealedBody } from "@idemkit/core/internal";
 import { type Args, type InspectReport, recordLines, runInspectCommand, type SqlClient } from "./inspect-command.js";
+import { ageMs } from "./purge-command.js";
 
 const USAGE = `usage: DATABASE_URL=postgres://… idemkit <command> [options]
 
@@ -26,8 +27,6 @@ const USAGE = `usage: DATABASE_URL=postgres://… idemkit <command> [options]
 
 Exit codes: 0 done, 1 the database failed, 2 a usage error, 3 show found nothing. Purge: idemkit-purge.
 Needs the "postgres" package (npm install postgres).`;
-
-const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 const OPTIONS = {
   path: { type: "string" },
@@ -136,12 +135,6 @@ function recordOf(row: Row) {
     expiresInS: seconds(row.expires_in_s),
     ...(body !== undefined && { body: isSealedBody(body) ? "(sealed by encryptedStore)" : body }),
   };
-}
-
-/** An AGE (`30m`, `1h`, `7d`) in ms; NaN when it is not one. */
-function ageMs(text: string): number {
-  const match = /^(\d+)([smhd])$/.exec(text);
-  return match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : Number.NaN;
 }
 
 await runInspectCommand({

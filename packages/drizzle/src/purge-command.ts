@@ -15,10 +15,14 @@ export interface Age {
   ms: number;
 }
 
-function ageOf(text: string | undefined): Age | undefined {
-  if (text === undefined) return undefined;
+/** An AGE (`90s`, `30m`, `12h`, `14d`) in ms; NaN when it is not one. Every command of idemkit's reads ages so. */
+export function ageMs(text: string): number {
   const match = /^(\d+)([smhd])$/.exec(text);
-  return { text, ms: match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : Number.NaN };
+  return match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : Number.NaN;
+}
+
+function ageOf(text: string | undefined): Age | undefined {
+  return text === undefined ? undefined : { text, ms: ageMs(text) };
 }
 
 export interface PurgeCommand<TAge extends string> {
