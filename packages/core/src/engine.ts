@@ -19,6 +19,7 @@ import { atomicRun } from "./engine/atomic-run.js";
 import { leaseRun } from "./engine/lease-run.js";
 import { limitsOf } from "./engine/limits.js";
 import { cacheKey, ReplayCache } from "./engine/replay-cache.js";
+import { settlingOf } from "./engine/settling.js";
 import { IN_PROGRESS, SingleFlight } from "./engine/single-flight.js";
 import { telemetryOf } from "./engine/telemetry.js";
 import {
@@ -116,9 +117,15 @@ export function createIdempotencyEngine<Tx>({
     if (cached) return answerExisting(request, cached, 0);
     const admitted = admission.admit(request);
     try {
-      return await runStored(request, execute);
-    } finally {
+      const result = await runStored(request, execute);
       admitted();
+      return result;
+    } catch (error) {
+      // A call answered while its work goes on keeps its place under the limits until that work is done.
+      const settling = settlingOf(error);
+      if (settling) void settling.then(admitted);
+      else admitted();
+      throw error;
     }
   }
 

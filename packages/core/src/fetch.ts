@@ -53,7 +53,11 @@ export interface FetchCommonOptions<TStore extends IdempotencyStore<unknown>, TM
    * user can never replay, see or block another's answer by sending the same key.
    */
   scope: (request: Request) => string | Promise<string>;
-  /** The endpoint's name in its records. Default: the request URL's path (`/api/orders`). */
+  /**
+   * The endpoint's name in its records, spans and metrics. Default: the request URL's path (`/api/orders`). Where the
+   * URL holds ids, give the route instead (`() => "/api/orders/[id]/pay"`): one name per endpoint keeps telemetry
+   * bounded, and the URL still tells two orders apart in the fingerprint.
+   */
   path?: (request: Request) => string;
   /** The largest body read, in bytes; a larger one is answered 413 and nothing runs. Default 1 MiB. */
   maxBodyBytes?: number;

@@ -9,7 +9,7 @@ export type { IdempotencyContext } from "./context.js";
 export type { AnswerKeys } from "./encrypted-store.js";
 export { encryptedStore } from "./encrypted-store.js";
 export type { CallLimits } from "./engine/limits.js";
-export type { CallMessage, TelemetryOptions } from "./engine/telemetry.js";
+export type { CallMessage, EventMessage, TelemetryOptions } from "./engine/telemetry.js";
 export { CallOutcome } from "./engine/telemetry.js";
 export type {
   AdapterOptions,
@@ -44,6 +44,7 @@ export { fingerprint, fingerprintAsync } from "./fingerprint.js";
 export { httpStatusOf } from "./http-status.js";
 export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH, parseIdempotencyKey } from "./key.js";
 export { memoryStore } from "./memory-store.js";
+export type { ErrorSummary } from "./observing.js";
 export type { IdempotencyOutcomeAnswer } from "./outcome.js";
 export type { RetryPolicy } from "./retry.js";
 export type {

@@ -3,7 +3,7 @@
  * Retry-After through the Fetch adapter) before anything runs; retries and duplicates of one action never count
  * twice; other scopes are not touched. On an injected clock.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { CallLimits } from "./engine/limits.js";
 import type { Settlement } from "./engine/types.js";
 import { createIdempotencyEngine } from "./engine.js";
@@ -44,6 +44,34 @@ describe("limits", () => {
     await first;
     expect(await shop.call("alice", "b")).toMatchObject({ replayed: false });
     expect(shop.runs()).toBe(3);
+  });
+
+  it("keeps a lease-mode call answered at procedureTimeoutMs in its place until its work is done", async () => {
+    vi.useFakeTimers();
+    try {
+      const engine = createIdempotencyEngine({
+        store: memoryStore(),
+        mode: "lease",
+        procedureTimeoutMs: 5_000,
+        limits: { inFlightPerScope: 1 },
+      });
+      let finish!: () => void;
+      const call = (key: string, work: () => Promise<void>) =>
+        engine.run({ scope: "alice", path: "orders.place", key, fingerprint: "f" }, async () => {
+          await work();
+          return { value: key, response: { status: 200, body: JSON.stringify(key) } };
+        });
+      const slow = refusal(call("a", () => new Promise<void>((resolve) => (finish = resolve))));
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(await slow).toMatchObject({ code: "IN_PROGRESS" });
+      // Its client was answered, but the charge may still be on its way: it still runs, so it still counts.
+      expect(await refusal(call("b", async () => {}))).toMatchObject({ code: "RATE_LIMITED" });
+      finish();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(await call("b", async () => {})).toEqual({ replayed: false, value: "b" });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("refuses a scope's new key past newKeysPerScope in the window, never a key it already sent, until the window moves", async () => {

@@ -41,6 +41,23 @@ export function instrumentsPer<T>(scope: string, build: (meter: Meter) => T): (p
   };
 }
 
+/** What a channel subscriber is told of an error: a copy, so one that changes it changes nothing of the answer. */
+export interface ErrorSummary {
+  name: string;
+  message: string;
+  /** idemkit's error code (`IN_PROGRESS`, `STORE_UNAVAILABLE`, ...), or a driver's (`ECONNREFUSED`, `57014`). */
+  code?: string;
+}
+
+/** The summary of what was thrown: the error itself keeps going to its caller, untouched. */
+export function summaryOf(error: unknown): ErrorSummary {
+  if (!(error instanceof Error)) return { name: typeof error, message: String(error) };
+  const { code } = error as { code?: unknown };
+  const summary: ErrorSummary = { name: error.name, message: error.message };
+  if (typeof code === "string") summary.code = code;
+  return summary;
+}
+
 /** Runs an observer, whose throw never reaches the caller: an observer never changes an outcome. */
 export function quietly(observe: () => void): void {
   try {

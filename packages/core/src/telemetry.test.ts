@@ -5,10 +5,11 @@
  * an exporter that throws changes nothing.
  */
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
-import { trace } from "@opentelemetry/api";
+import { context, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { MeterProvider, MetricReader, type ResourceMetrics } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { type CallMessage, CallOutcome } from "./engine/telemetry.js";
 import type { IdempotencyEngineOptions, Settlement } from "./engine/types.js";
 import { createIdempotencyEngine } from "./engine.js";
@@ -30,7 +31,12 @@ function observed(options: Partial<IdempotencyEngineOptions<never>> = {}, store:
   return {
     engine,
     spans: () =>
-      spans.getFinishedSpans().map((span) => ({ name: span.name, ...span.attributes, status: span.status.code })),
+      spans.getFinishedSpans().map((span) => ({
+        name: span.name,
+        spanId: span.spanContext().spanId,
+        ...span.attributes,
+        status: span.status.code,
+      })),
     async metric(name: string) {
       const { resourceMetrics } = await reader.collect();
       return pointsOf(resourceMetrics, name);
@@ -121,7 +127,9 @@ describe("the engine's telemetry", () => {
       "conflict",
       "executed",
     ]);
-    expect(messages[4]?.error).toBeInstanceOf(Error);
+    // A copy of what was thrown: a subscriber that changes it changes nothing of the caller's error.
+    expect(messages[4]?.error).toEqual({ name: "Error", message: "the warehouse is down" });
+    expect(messages[2]?.error).toMatchObject({ name: "IdempotencyError", code: "FINGERPRINT_MISMATCH" });
   });
 
   it("counts a store that fails, and a lease lost before the answer was stored", async () => {
@@ -146,6 +154,68 @@ describe("the engine's telemetry", () => {
     expect(storeDown.spans()[0]?.status).toBe(2);
   });
 
+  it("counts a lease-mode call answered at procedureTimeoutMs as timed_out, in flight until its work is done", async () => {
+    vi.useFakeTimers();
+    try {
+      const { engine, spans, metric } = observed({ mode: "lease", procedureTimeoutMs: 5_000 });
+      let finish!: () => void;
+      const slow = settled(
+        engine.run(request("a"), async () => {
+          await new Promise<void>((resolve) => (finish = resolve));
+          return stored();
+        }),
+      );
+      await vi.advanceTimersByTimeAsync(5_000);
+      await slow;
+      expect((await metric("idemkit.calls.active")).map((point) => point.value)).toEqual([1]);
+      expect(await metric("idemkit.calls")).toEqual([]);
+      await vi.advanceTimersByTimeAsync(2_000);
+      finish();
+      await vi.advanceTimersByTimeAsync(0);
+      expect((await metric("idemkit.calls.active")).map((point) => point.value)).toEqual([0]);
+      expect(
+        (await metric("idemkit.calls")).map((point) => [point.attributes["idemkit.outcome"], point.value]),
+      ).toEqual([[CallOutcome.TIMED_OUT, 1]]);
+      const [duration] = await metric("idemkit.call.duration");
+      // Measured to when its work was done, not to its answer.
+      expect(duration?.value).toMatchObject({ count: 1, sum: expect.closeTo(7, 1) });
+      expect(spans()).toMatchObject([{ "idemkit.outcome": "timed_out", status: 2 }]);
+      expect(messages).toMatchObject([{ outcome: "timed_out", key: "a" }]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("makes each call's span the active one while it runs, so the procedure's own spans are its children", async () => {
+    const contextManager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(contextManager);
+    try {
+      const { engine, spans } = observed({ mode: "lease" });
+      let parentOfCharge: string | undefined;
+      await engine.run(request("a"), async () => {
+        await new Promise((resolve) => setImmediate(resolve));
+        parentOfCharge = trace.getActiveSpan()?.spanContext().spanId;
+        return stored();
+      });
+      expect(parentOfCharge).toBeDefined();
+      expect(spans()).toHaveLength(1);
+      expect(parentOfCharge).toBe(spans()[0]?.spanId);
+      expect(trace.getActiveSpan()).toBeUndefined();
+    } finally {
+      context.disable();
+    }
+  });
+
+  it("keeps the hit rate for a bounded number of paths, the rest on one overflow point", async () => {
+    const { engine, metric } = observed();
+    const onPath = (path: string) => ({ ...request("k"), path });
+    for (let order = 0; order < 1_002; order++) await engine.run(onPath(`/api/orders/${order}/pay`), stored);
+    await engine.run(onPath("/api/orders/1001/pay"), stored);
+    const ratios = await metric("idemkit.replay.ratio");
+    expect(ratios).toHaveLength(1_001);
+    expect(ratios.at(-1)).toEqual({ attributes: { "otel.metric.overflow": true }, value: 1 / 3 });
+  });
+
   it("changes no outcome when the telemetry throws, and publishes each decision on idemkit:event", async () => {
     const events: unknown[] = [];
     const onEvent = (event: unknown) => events.push(event);
@@ -158,7 +228,17 @@ describe("the engine's telemetry", () => {
     try {
       const engine = createIdempotencyEngine({ store: memoryStore(), telemetry: { tracerProvider: throwing } });
       expect(await engine.run(request("a"), stored)).toEqual({ replayed: false, value: "ok" });
-      expect(events).toMatchObject([{ type: "executed", path: "orders.place", key: "a" }]);
+      await settled(engine.run(request("b"), failing));
+      expect(events).toEqual([
+        { type: "executed", scope: "alice", path: "orders.place", key: "a" },
+        {
+          type: "released",
+          scope: "alice",
+          path: "orders.place",
+          key: "b",
+          error: { name: "Error", message: "the warehouse is down" },
+        },
+      ]);
     } finally {
       unsubscribe("idemkit:event", onEvent);
     }

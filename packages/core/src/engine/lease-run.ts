@@ -10,6 +10,7 @@ import { abortableDelay } from "../retry.js";
 import type { ClaimResult, RecordId, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
 import type { Answers, EngineSettings } from "./answers.js";
+import { answeredBeforeSettled } from "./settling.js";
 import {
   type Execution,
   IdempotencyEventType,
@@ -79,12 +80,14 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
       }
       const retryAfterMs = busyRetryAfterMs;
       emit(IdempotencyEventType.TIMED_OUT, request, { retryAfterMs });
-      throw new IdempotencyError(
+      const answer = new IdempotencyError(
         IdempotencyErrorCode.IN_PROGRESS,
         `The request ran longer than ${procedureTimeoutMs} ms and may still be under way; retry with the same ` +
           "Idempotency-Key for its answer.",
         { retryAfterMs },
       );
+      answeredBeforeSettled(answer, settling);
+      throw answer;
     } finally {
       limit.clear();
     }

@@ -18,6 +18,7 @@
 import {
   type Attributes,
   type Counter,
+  context,
   type Histogram,
   type MeterProvider,
   metrics,
@@ -28,7 +29,8 @@ import {
   type UpDownCounter,
 } from "@opentelemetry/api";
 import { IdempotencyErrorCode, isIdempotencyError } from "../errors.js";
-import { channelNamed, instrumentsPer, publishTo, quietly } from "../observing.js";
+import { channelNamed, type ErrorSummary, instrumentsPer, publishTo, quietly, summaryOf } from "../observing.js";
+import { settlingOf } from "./settling.js";
 import type { IdempotencyEvent, IdempotencyMode, IdempotentRequest, RunResult, Settlement } from "./types.js";
 
 /** How a protected call ended, as telemetry counts it. */
@@ -49,6 +51,11 @@ export const CallOutcome = {
   LEASE_LOST: "lease_lost",
   /** Its scope was over the engine's `limits`: answered RATE_LIMITED; nothing ran. */
   RATE_LIMITED: "rate_limited",
+  /**
+   * Lease mode: it ran past `procedureTimeoutMs` and was answered IN_PROGRESS while its work went on. It is counted
+   * when that work is done, and stays in flight until then.
+   */
+  TIMED_OUT: "timed_out",
 } as const;
 export type CallOutcome = (typeof CallOutcome)[keyof typeof CallOutcome];
 
@@ -66,12 +73,25 @@ export interface CallMessage {
   outcome: CallOutcome;
   durationMs: number;
   /** For a call that threw: what it threw (the refusal, or the procedure's failure). */
-  error?: unknown;
+  error?: ErrorSummary;
+}
+
+/** What `idemkit:event` subscribers get: each decision as `onEvent` gets it, its error summed up. */
+export interface EventMessage extends Omit<IdempotencyEvent, "error"> {
+  error?: ErrorSummary;
 }
 
 const INSTRUMENTATION = "@idemkit/core";
 
 const channels = { call: channelNamed("idemkit:call"), event: channelNamed("idemkit:event") };
+
+/**
+ * The most paths the hit rate is kept for, one engine's. A path is a route's name, but the Fetch adapter's default is
+ * the URL's path, which can hold ids: past this many, the others share one point, marked as the SDK marks its own
+ * overflow, so memory stays bounded.
+ */
+const MAX_TALLIED_PATHS = 1_000;
+const OVERFLOW = Symbol("overflow");
 
 /** One meter's instruments, made once per provider: instruments of a no-op meter stay no-ops once an SDK is set. */
 interface Instruments {
@@ -79,16 +99,17 @@ interface Instruments {
   active: UpDownCounter;
   duration: Histogram;
   /** Per path: answers executed and replayed, for the hit rate. */
-  tally: Map<string, { executed: number; replayed: number }>;
+  tally: Map<string | typeof OVERFLOW, { executed: number; replayed: number }>;
 }
 const instrumentsOf = instrumentsPer(INSTRUMENTATION, (meter): Instruments => {
-  const tally = new Map<string, { executed: number; replayed: number }>();
+  const tally: Instruments["tally"] = new Map();
   const ratio = meter.createObservableGauge("idemkit.replay.ratio", {
     description: "Of the calls answered so far, the share answered with a stored answer (replays), per path.",
   });
   ratio.addCallback((result) => {
     for (const [path, { executed, replayed }] of tally) {
-      if (executed + replayed > 0) result.observe(replayed / (executed + replayed), { "idemkit.path": path });
+      const attributes = path === OVERFLOW ? { "otel.metric.overflow": true } : { "idemkit.path": path };
+      if (executed + replayed > 0) result.observe(replayed / (executed + replayed), attributes);
     }
   });
   return {
@@ -104,6 +125,16 @@ const instrumentsOf = instrumentsPer(INSTRUMENTATION, (meter): Instruments => {
     tally,
   };
 });
+
+/** The answers counted for `path`, or for the overflow once too many paths are known. */
+function tallied(tally: Instruments["tally"], path: string): { executed: number; replayed: number } {
+  const known = tally.get(path);
+  if (known) return known;
+  const slot = tally.size < MAX_TALLIED_PATHS ? path : OVERFLOW;
+  const counts = tally.get(slot) ?? { executed: 0, replayed: 0 };
+  tally.set(slot, counts);
+  return counts;
+}
 
 /** The outcome of a call that resolved. */
 function resolvedOutcome(result: RunResult<unknown>, settlement: Settlement<unknown> | undefined): CallOutcome {
@@ -141,7 +172,11 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
   return {
     event(event: IdempotencyEvent): void {
       // A copy: a subscriber that changes what it got changes nothing of what onEvent gets.
-      if (!off) publishTo(channels.event, () => ({ ...event }));
+      if (off) return;
+      publishTo(channels.event, (): EventMessage => {
+        const { error, ...decision } = event;
+        return "error" in event ? { ...decision, error: summaryOf(error) } : decision;
+      });
     },
 
     /**
@@ -177,9 +212,7 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
           instruments?.calls.add(1, attributes);
           instruments?.duration.record(durationMs / 1_000, attributes);
           if (instruments && (outcome === CallOutcome.EXECUTED || outcome === CallOutcome.REPLAYED)) {
-            const counts = instruments.tally.get(request.path) ?? { executed: 0, replayed: 0 };
-            counts[outcome]++;
-            instruments.tally.set(request.path, counts);
+            tallied(instruments.tally, request.path)[outcome]++;
           }
         });
         quietly(() => {
@@ -194,19 +227,26 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
         });
         publishTo(channels.call, (): CallMessage => {
           const message: CallMessage = { path: request.path, key: request.key, mode, outcome, durationMs };
-          if (error !== undefined) message.error = error;
+          if (error !== undefined) message.error = summaryOf(error);
           return message;
         });
       };
+      const seen = (given: Settlement<T>) => {
+        settlement = given;
+        return given;
+      };
       try {
-        const result = await run((given) => {
-          settlement = given;
-          return given;
-        });
+        // The call's span is the active one while it runs: the store's statements and the procedure's own work
+        // (a database client, a fetch to the provider) are traced as its children.
+        const result = await (span
+          ? context.with(trace.setSpan(context.active(), span), run, undefined, seen)
+          : run(seen));
         ended(resolvedOutcome(result, settlement));
         return result;
       } catch (error) {
-        ended(thrownOutcome(error), error);
+        const settling = settlingOf(error);
+        if (settling) void settling.then(() => ended(CallOutcome.TIMED_OUT, error));
+        else ended(thrownOutcome(error), error);
         throw error;
       }
     },
