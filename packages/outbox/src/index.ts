@@ -8,6 +8,6 @@ export type { Relay, RelayBatch, RelayEvent, RelayOptions } from "./relay.js";
 export { createRelay, purgePublishedEvents, retryDeadEvents } from "./relay.js";
 export type { SqlExecutor } from "./sql-executor.js";
 export { sqlExecutor } from "./sql-executor.js";
-export type { OutboxTelemetryOptions, ProcessedMessage } from "./telemetry.js";
+export type { OutboxTelemetryOptions, ProcessedMessage, RelayMessage } from "./telemetry.js";
 export type { VersionedUpdate } from "./versioned-update.js";
 export { StaleVersionError, updateIfVersion } from "./versioned-update.js";

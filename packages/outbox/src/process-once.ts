@@ -52,7 +52,7 @@ export async function processOnce<TDb extends AnyPgDatabase, T>(
     telemetry.processed({ consumer, eventId, result: result.processed ? "processed" : "duplicate" });
     return result;
   } catch (error) {
-    telemetry.processed({ consumer, eventId, result: "failed", error });
+    telemetry.processed({ consumer, eventId, result: "failed" }, error);
     throw error;
   }
 }

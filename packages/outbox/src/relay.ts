@@ -154,13 +154,24 @@ export function createRelay({
     return { marked };
   }
 
+  /** Relays one batch (see `relayBatch`); a batch that fails is reported as an `error` event, then thrown. */
+  async function runOnce(): Promise<RelayBatch> {
+    try {
+      return await relayBatch();
+    } catch (error) {
+      // The database is away (or the table is not there): one failed batch, reported once.
+      report({ type: "error", error });
+      throw error;
+    }
+  }
+
   /**
    * Parks as dead the events whose lease ended `maxAttempts` times without a relay marking them (each relay that
    * took one died or hung in publish), then claims one batch of due events and publishes them, oldest first, while
    * the batch's lease leaves time for another publish. Those it has no time left for are given back at once, their
    * claim uncharged: an attempt counts only when publish was called.
    */
-  async function runOnce(): Promise<RelayBatch> {
+  async function relayBatch(): Promise<RelayBatch> {
     const batch: RelayBatch = { published: 0, failed: 0, dead: 0 };
     for (const row of await run(db, statements.EXHAUSTED, [databaseNow(), maxAttempts])) {
       batch.dead++;
@@ -185,8 +196,13 @@ export function createRelay({
     }
     // Every mark sent is waited for, also when one failed: the batch ends with nothing of it still in flight.
     const failed = (await Promise.allSettled(marks)).find((outcome) => outcome.status === "rejected");
-    await giveBack(rows.slice(handed));
-    if (failed) throw failed.reason;
+    const givingBack = giveBack(rows.slice(handed));
+    if (failed) {
+      // The batch failed already: a give-back failing with it is the same outage, not one more.
+      await givingBack.catch(() => {});
+      throw failed.reason;
+    }
+    await givingBack.catch((error: unknown) => report({ type: "error", error }));
     return batch;
   }
 
@@ -198,9 +214,7 @@ export function createRelay({
     if (rows.length === 0) return;
     const ids = rows.map((row) => Number(row.id));
     const attempts = rows.map((row) => Number(row.attempts));
-    await run(db, statements.GIVE_BACK, [ids, attempts, databaseNow()]).catch((error: unknown) =>
-      report({ type: "error", error }),
-    );
+    await run(db, statements.GIVE_BACK, [ids, attempts, databaseNow()]);
   }
 
   let loop: Promise<void> | undefined;
@@ -220,9 +234,9 @@ export function createRelay({
             const batch = await runOnce();
             failures = 0;
             if (batch.published + batch.failed + batch.dead === 0) pauseMs = idleMs;
-          } catch (error) {
-            // The database is away: the relay outlives the outage, asking less often the longer it lasts.
-            report({ type: "error", error });
+          } catch {
+            // The database is away (runOnce reported it): the relay outlives the outage, asking less often the
+            // longer it lasts.
             pauseMs = Math.min(idleMs * 2 ** failures++, MAX_ERROR_PAUSE_MS);
           }
           if (pauseMs > 0) await pause(pauseMs, stop.signal);

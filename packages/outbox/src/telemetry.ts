@@ -1,6 +1,6 @@
 /**
  * What an operator sees of effects after the response: the relay's events published, failed (to be retried), dead
- * and taken over, by topic; how long an event waited between its commit and its publication (the lag); and each
+ * and taken over, by topic; how long an event waited between its enqueue and its publication (the lag); and each
  * consumer's deliveries processed once or skipped as duplicates. OpenTelemetry through `@opentelemetry/api` (a no-op
  * until the app registers an SDK), and the channels `idemkit:relay` (each `RelayEvent`) and `idemkit:process-once`.
  *
@@ -11,7 +11,7 @@
  * | `idemkit.outbox.errors`      | counter       | (a batch that failed: the database away)               |
  * | `idemkit.processed_events`   | counter       | `idemkit.result` (processed, duplicate, failed), `idemkit.consumer` |
  */
-import { channelNamed, instrumentsPer, publishTo, quietly } from "@idemkit/core/internal";
+import { channelNamed, type ErrorSummary, instrumentsPer, publishTo, quietly, summaryOf } from "@idemkit/core/internal";
 import { type MeterProvider, metrics } from "@opentelemetry/api";
 import type { RelayEvent } from "./relay.js";
 
@@ -25,8 +25,14 @@ export interface ProcessedMessage {
   consumer: string;
   eventId: string;
   result: "processed" | "duplicate" | "failed";
-  error?: unknown;
+  /** For a failed delivery: what the handler threw. */
+  error?: ErrorSummary;
 }
+
+/** What `idemkit:relay` subscribers get: each `RelayEvent`, its error summed up (a copy, never the error itself). */
+export type RelayMessage = {
+  [T in RelayEvent["type"]]: Omit<Extract<RelayEvent, { type: T }>, "error"> & { error?: ErrorSummary };
+}[RelayEvent["type"]];
 
 const channels = { relay: channelNamed("idemkit:relay"), processOnce: channelNamed("idemkit:process-once") };
 
@@ -36,7 +42,7 @@ const instrumentsOf = instrumentsPer("@idemkit/outbox", (meter) => ({
     unit: "{event}",
   }),
   lag: meter.createHistogram("idemkit.outbox.lag", {
-    description: "How long an event waited between its commit and its publication.",
+    description: "How long an event waited between its enqueue (its created_at) and its publication.",
     unit: "s",
   }),
   errors: meter.createCounter("idemkit.outbox.errors", {
@@ -62,19 +68,25 @@ export function outboxTelemetryOf(options: OutboxTelemetryOptions | false | unde
         if (event.type === "error") counted?.errors.add(1);
         else counted?.events.add(1, { "idemkit.result": event.type, "idemkit.topic": event.event.topic });
       });
-      publishTo(channels.relay, () => event);
+      publishTo(
+        channels.relay,
+        (): RelayMessage => ("error" in event ? { ...event, error: summaryOf(event.error) } : event),
+      );
     },
-    /** Records how long a published event waited since its commit. */
+    /** Records how long a published event waited since it was enqueued. */
     published(topic: string, lagMs: number): void {
       quietly(() => instruments()?.lag.record(lagMs / 1_000, { "idemkit.topic": topic }));
     },
     /** Counts and publishes what `processOnce` did with a delivery. */
-    processed(message: ProcessedMessage): void {
+    processed(delivery: Omit<ProcessedMessage, "error">, error?: unknown): void {
       if (options === false) return;
       quietly(() =>
-        instruments()?.processed.add(1, { "idemkit.result": message.result, "idemkit.consumer": message.consumer }),
+        instruments()?.processed.add(1, { "idemkit.result": delivery.result, "idemkit.consumer": delivery.consumer }),
       );
-      publishTo(channels.processOnce, () => message);
+      publishTo(
+        channels.processOnce,
+        (): ProcessedMessage => (error === undefined ? delivery : { ...delivery, error: summaryOf(error) }),
+      );
     },
   };
 }

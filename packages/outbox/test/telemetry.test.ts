@@ -13,7 +13,7 @@ import {
   outboxEventsTable,
   type ProcessedMessage,
   processOnce,
-  type RelayEvent,
+  type RelayMessage,
 } from "../src/index.js";
 
 let database: Awaited<ReturnType<typeof openPostgres>>;
@@ -53,11 +53,11 @@ describe("the outbox's telemetry", () => {
       for (const key of ["ok", "broken"])
         await outbox.enqueue({ tx }, { topic, payload: { key }, key: `${topic}:${key}` });
     });
-    // Older than the commit: the lag is read on the database's clock.
+    // Enqueued two seconds ago: the lag is read on the database's clock.
     await database.query("update telemetry_events set created_at = now() - interval '2 seconds'");
     const { meterProvider, points } = metered();
-    const seen: RelayEvent[] = [];
-    const onRelay = (event: unknown) => seen.push(event as RelayEvent);
+    const seen: RelayMessage[] = [];
+    const onRelay = (event: unknown) => seen.push(event as RelayMessage);
     subscribe("idemkit:relay", onRelay);
     try {
       const relay = createRelay({
@@ -84,6 +84,25 @@ describe("the outbox's telemetry", () => {
     expect(
       seen.filter((event) => event.type !== "error" && event.event.topic === topic).map((event) => event.type),
     ).toEqual(["published", "dead"]);
+    expect(seen.find((event) => event.type === "dead")?.error).toEqual({
+      name: "Error",
+      message: "the broker is down",
+    });
+  });
+
+  it("counts a batch that failed once, whether the relay's loop or the app called runOnce", async () => {
+    const { meterProvider, points } = metered();
+    const reported: string[] = [];
+    const relay = createRelay({
+      db: database.db,
+      table: outboxEventsTable("no_such_events"),
+      telemetry: { meterProvider },
+      publish: () => {},
+      onEvent: (event) => reported.push(event.type),
+    });
+    await expect(relay.runOnce()).rejects.toThrow(/no_such_events/);
+    expect((await points("idemkit.outbox.errors")).map((point) => point.value)).toEqual([1]);
+    expect(reported).toEqual(["error"]);
   });
 
   it("counts each delivery processOnce took: processed once, then a duplicate, and a handler that failed", async () => {
@@ -112,5 +131,6 @@ describe("the outbox's telemetry", () => {
       ["e1", "duplicate"],
       ["e2", "failed"],
     ]);
+    expect(messages[2]?.error).toEqual({ name: "Error", message: "the mail server is down" });
   });
 });

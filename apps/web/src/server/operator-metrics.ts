@@ -20,7 +20,7 @@ export interface OperatorSnapshot {
   inFlight: number;
   /** Protected calls since the server started, by how they ended. */
   calls: Record<string, number>;
-  /** The outbox's lag, from an event's commit to its publication: mean and longest so far, in s; null before any. */
+  /** The outbox's lag, from an event's enqueue to its publication: mean and longest so far, in s; null before any. */
   outboxLag: { meanS: number; maxS: number } | null;
 }
 
