@@ -95,8 +95,12 @@ export function createIdempotencyEngine<Tx>({
       request: IdempotentRequest,
       execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
     ): Promise<RunResult<T>> {
-      return telemetry.observed<T>(request, (seen) =>
-        runOnce(request, async (execution) => seen(kept(request, await execute(execution)))),
+      return telemetry.observed<T>(request, (call) =>
+        runOnce(
+          request,
+          (execution) => call.procedure(async () => kept(request, await execute(execution))),
+          call.waited,
+        ),
       );
     },
   };
@@ -112,12 +116,13 @@ export function createIdempotencyEngine<Tx>({
   async function runOnce<T>(
     request: IdempotentRequest,
     execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
+    waited: (ms: number) => void,
   ): Promise<RunResult<T>> {
     const cached = cache.get(request, now());
     if (cached) return answerExisting(request, cached, 0);
     const admitted = admission.admit(request);
     try {
-      const result = await runStored(request, execute);
+      const result = await runStored(request, execute, waited);
       admitted();
       return result;
     } catch (error) {
@@ -133,6 +138,7 @@ export function createIdempotencyEngine<Tx>({
   async function runStored<T>(
     request: IdempotentRequest,
     execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
+    waited: (ms: number) => void,
   ): Promise<RunResult<T>> {
     if (!runAtomic) return runLease(request, execute);
     const patience = new Patience(now(), waitMs);
@@ -144,7 +150,9 @@ export function createIdempotencyEngine<Tx>({
         const name = cacheKey(request);
         const leader = flights.leaderOf(name);
         if (!leader) return await flights.lead(name, runAtomic(request, execute, patience, heldElsewhere));
-        const outcome = await patience.deadline.race(leader).catch(() => conflict(request, busyRetryAfterMs));
+        const outcome = await patience
+          .waitFor((deadline) => deadline.race(leader))
+          .catch(() => conflict(request, busyRetryAfterMs));
         const stored = cache.get(request, now());
         if (stored) return answerExisting(request, stored, 0);
         // The leader gave up on a call that holds the key elsewhere: this one waits on with what it has left.
@@ -152,6 +160,7 @@ export function createIdempotencyEngine<Tx>({
       }
     } finally {
       patience.end();
+      waited(patience.waitedMs);
     }
   }
 }

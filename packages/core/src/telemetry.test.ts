@@ -31,12 +31,14 @@ function observed(options: Partial<IdempotencyEngineOptions<never>> = {}, store:
   return {
     engine,
     spans: () =>
-      spans.getFinishedSpans().map((span) => ({
-        name: span.name,
-        spanId: span.spanContext().spanId,
-        ...span.attributes,
-        status: span.status.code,
-      })),
+      spans.getFinishedSpans().map(
+        (span): Record<string, unknown> => ({
+          name: span.name,
+          spanId: span.spanContext().spanId,
+          ...span.attributes,
+          status: span.status.code,
+        }),
+      ),
     async metric(name: string) {
       const { resourceMetrics } = await reader.collect();
       return pointsOf(resourceMetrics, name);
@@ -203,6 +205,58 @@ describe("the engine's telemetry", () => {
       expect(trace.getActiveSpan()).toBeUndefined();
     } finally {
       context.disable();
+    }
+  });
+
+  it("tells on each span how long the call waited, what its store took, and what its procedure took", async () => {
+    vi.useFakeTimers();
+    const elapse = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+    try {
+      const slowStore: IdempotencyStore<string> = {
+        ...(memoryStore() as IdempotencyStore<never>),
+        atomic: {
+          async transaction(work) {
+            await elapse(5); // BEGIN
+            const value = await work({
+              tx: "tx",
+              claim: async () => {
+                await elapse(10);
+                return { status: "claimed", fence: 1, takeover: false };
+              },
+              complete: () => elapse(10),
+            });
+            await elapse(5); // COMMIT
+            return value;
+          },
+        },
+      };
+      const { engine, spans } = observed({}, slowStore as IdempotencyStore);
+      const charge = async () => {
+        await elapse(100);
+        return stored();
+      };
+      // The second press comes while the first runs: it waits for it here, in memory, and replays its answer.
+      const first = engine.run(request("a"), charge);
+      await vi.advanceTimersByTimeAsync(30);
+      const second = engine.run(request("a"), charge);
+      await vi.advanceTimersByTimeAsync(100);
+      await Promise.all([first, second]);
+      const timings = spans().map((span) => [
+        span["idemkit.outcome"],
+        span["idemkit.waited_ms"],
+        span["idemkit.store_ms"],
+        span["idemkit.procedure_ms"],
+      ]);
+      expect(timings).toEqual([
+        ["executed", 0, 30, 100],
+        ["replayed", 100, 0, 0],
+      ]);
+      expect(messages.map(({ waitedMs, storeMs }) => [waitedMs, storeMs])).toEqual([
+        [0, 30],
+        [100, 0],
+      ]);
+    } finally {
+      vi.useRealTimers();
     }
   });
 

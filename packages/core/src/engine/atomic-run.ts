@@ -76,7 +76,7 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
       }
       if (!read) return conflict(request, busyRetryAfterMs);
       if (next === "wait") {
-        await patience.deadline.sleep(pauseMs).catch(() => conflict(request, busyRetryAfterMs));
+        await patience.waitFor((deadline) => deadline.sleep(pauseMs)).catch(() => conflict(request, busyRetryAfterMs));
         pauseMs = Math.min(pauseMs * 2, MAX_POLL_MS);
       }
       // A read that outlasts the wait: with the key known to be held, 409; before that, no connection came.

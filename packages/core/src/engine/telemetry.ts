@@ -72,6 +72,10 @@ export interface CallMessage {
   mode: IdempotencyMode;
   outcome: CallOutcome;
   durationMs: number;
+  /** Of that, how long it waited for another call with its key (in memory, or between reads of the key). */
+  waitedMs: number;
+  /** Of that, how long idemkit's store work took: its statements, BEGIN and COMMIT, waiting for a connection. */
+  storeMs: number;
   /** For a call that threw: what it threw (the refusal, or the procedure's failure). */
   error?: ErrorSummary;
 }
@@ -80,6 +84,16 @@ export interface CallMessage {
 export interface EventMessage extends Omit<IdempotencyEvent, "error"> {
   error?: ErrorSummary;
 }
+
+/** What the engine tells the telemetry of one call while it runs. */
+export interface ObservedCall<T> {
+  /** Runs the procedure, timing it; what it settles with tells a stored answer from a released one. */
+  procedure(work: () => Promise<Settlement<T>>): Promise<Settlement<T>>;
+  /** Adds the time spent waiting for another call with the same key, in ms. */
+  waited(ms: number): void;
+}
+
+const UNOBSERVED: ObservedCall<never> = { procedure: (work) => work(), waited: () => {} };
 
 const INSTRUMENTATION = "@idemkit/core";
 
@@ -180,15 +194,32 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
     },
 
     /**
-     * Runs `run` as one observed call: `run` gets a function to hand the settlement of a first execution through,
-     * which tells a stored answer from a released one.
+     * Runs `run` as one observed call: `run` runs the procedure through `call.procedure` (its settlement tells a
+     * stored answer from a released one) and says how long it waited for another call with its key.
      */
     async observed<T>(
       request: IdempotentRequest,
-      run: (seen: (settlement: Settlement<T>) => Settlement<T>) => Promise<RunResult<T>>,
+      run: (call: ObservedCall<T>) => Promise<RunResult<T>>,
     ): Promise<RunResult<T>> {
-      if (off) return run((settlement) => settlement);
+      if (off) return run(UNOBSERVED);
       const startedAt = performance.now();
+      let settlement: Settlement<T> | undefined;
+      let procedureMs = 0;
+      let waitedMs = 0;
+      const call: ObservedCall<T> = {
+        async procedure(work) {
+          const from = performance.now();
+          try {
+            settlement = await work();
+            return settlement;
+          } finally {
+            procedureMs += performance.now() - from;
+          }
+        },
+        waited(ms) {
+          waitedMs += ms;
+        },
+      };
       const base: Attributes = { "idemkit.mode": mode, "idemkit.path": request.path };
       let span: Span | undefined;
       let instruments: Instruments | undefined;
@@ -203,9 +234,10 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
         instruments = provider && instrumentsOf(provider);
         instruments?.active.add(1, base);
       });
-      let settlement: Settlement<T> | undefined;
       const ended = (outcome: CallOutcome, error?: unknown) => {
         const durationMs = performance.now() - startedAt;
+        // The rest of the call is idemkit's with its store: the statements, BEGIN and COMMIT, a connection's wait.
+        const storeMs = Math.max(0, durationMs - procedureMs - waitedMs);
         quietly(() => {
           const attributes = { ...base, "idemkit.outcome": outcome };
           instruments?.active.add(-1, base);
@@ -217,7 +249,13 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
         });
         quietly(() => {
           if (!span) return;
-          span.setAttributes({ "idemkit.outcome": outcome, "idemkit.replayed": outcome === CallOutcome.REPLAYED });
+          span.setAttributes({
+            "idemkit.outcome": outcome,
+            "idemkit.replayed": outcome === CallOutcome.REPLAYED,
+            "idemkit.waited_ms": waitedMs,
+            "idemkit.store_ms": storeMs,
+            "idemkit.procedure_ms": procedureMs,
+          });
           const refusal = [CallOutcome.CONFLICT, CallOutcome.MISMATCH, CallOutcome.RATE_LIMITED] as CallOutcome[];
           if (error !== undefined && !refusal.includes(outcome)) {
             span.recordException(error instanceof Error ? error : String(error));
@@ -226,21 +264,25 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
           span.end();
         });
         publishTo(channels.call, (): CallMessage => {
-          const message: CallMessage = { path: request.path, key: request.key, mode, outcome, durationMs };
+          const message: CallMessage = {
+            path: request.path,
+            key: request.key,
+            mode,
+            outcome,
+            durationMs,
+            waitedMs,
+            storeMs,
+          };
           if (error !== undefined) message.error = summaryOf(error);
           return message;
         });
-      };
-      const seen = (given: Settlement<T>) => {
-        settlement = given;
-        return given;
       };
       try {
         // The call's span is the active one while it runs: the store's statements and the procedure's own work
         // (a database client, a fetch to the provider) are traced as its children.
         const result = await (span
-          ? context.with(trace.setSpan(context.active(), span), run, undefined, seen)
-          : run(seen));
+          ? context.with(trace.setSpan(context.active(), span), run, undefined, call)
+          : run(call));
         ended(resolvedOutcome(result, settlement));
         return result;
       } catch (error) {

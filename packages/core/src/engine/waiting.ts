@@ -18,6 +18,19 @@ export class Patience {
     readonly waitMs: number,
   ) {}
 
+  /** How long the request has waited so far for the call holding its key, in ms: in memory, or between polls. */
+  waitedMs = 0;
+
+  /** Waits for `work` (a leader here, a pause between polls) within the patience left, counting the time waited. */
+  async waitFor<T>(work: (deadline: Deadline) => Promise<T>): Promise<T> {
+    const from = performance.now();
+    try {
+      return await work(this.deadline);
+    } finally {
+      this.waitedMs += performance.now() - from;
+    }
+  }
+
   /** Runs out when the wait is over: every wait of the request races it. */
   get deadline(): Deadline {
     if (!this.#deadline) {
