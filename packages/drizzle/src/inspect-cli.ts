@@ -10,8 +10,9 @@
  * codes a script can use: 0 done, 1 the database failed (unreachable, or the table missing: said as such), 2 a usage
  * error, 3 `show` found nothing. Purging is `idemkit-purge`.
  */
+import { recordLines } from "@idemkit/core/command-line";
 import { isSealedBody } from "@idemkit/core/internal";
-import { type Args, type InspectReport, recordLines, runInspectCommand, type SqlClient } from "./inspect-command.js";
+import { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
 import { ageMs } from "./purge-command.js";
 
 const USAGE = `usage: DATABASE_URL=postgres://… idemkit <command> [options]

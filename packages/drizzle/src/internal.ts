@@ -4,13 +4,7 @@
  * signatures here may change in any release.
  */
 export { isLockTimeout } from "./driver-errors.js";
-export {
-  type Args,
-  type InspectReport,
-  recordLines,
-  runInspectCommand,
-  type SqlClient,
-} from "./inspect-command.js";
+export { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
 export type { Executor, Row, Statement } from "./statements.js";
 export { dispatch, namedFor, purgeInBatches, qualifiedName, rowsOfResult, run } from "./statements.js";

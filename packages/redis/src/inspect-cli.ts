@@ -10,8 +10,14 @@
  * `--json` prints one JSON document; `--prefix` is the store's (default `idemkit:`). Exit codes: 0 done, 1 Redis
  * failed (unreachable: said as such), 2 a usage error, 3 `show` found nothing.
  */
-import { parseArgs } from "node:util";
 import type { StoredRecord } from "@idemkit/core";
+import {
+  type CommandArgs,
+  type InspectReport,
+  missingDriver,
+  recordLines,
+  runCommandLine,
+} from "@idemkit/core/command-line";
 import { isSealedBody } from "@idemkit/core/internal";
 import { commandsOf, type RedisClient } from "./client.js";
 import { recordKeyOf, recordOf, recordPattern } from "./store.js";
@@ -28,70 +34,28 @@ const USAGE = `usage: REDIS_URL=redis://… idemkit-redis <command> [options]
 
 Exit codes: 0 done, 1 Redis failed, 2 a usage error, 3 show found nothing. Needs the "redis" package (npm install redis).`;
 
-function usageError(message?: string): never {
-  if (message) console.error(`idemkit-redis: ${message}`);
-  console.error(USAGE);
-  process.exit(2);
+const OPTIONS = {
+  scope: { type: "string" },
+  path: { type: "string" },
+  body: { type: "boolean" },
+  stuck: { type: "boolean" },
+  limit: { type: "string", default: "50" },
+  prefix: { type: "string", default: "idemkit:" },
+} as const;
+type Given = CommandArgs<typeof OPTIONS>;
+
+/** What the tool asks of node-redis, besides what the store's commands need. */
+interface InspectingClient {
+  hmGet(key: string, fields: string[]): Promise<Array<string | null>>;
 }
 
-const { values, positionals } = (() => {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: {
-        scope: { type: "string" },
-        path: { type: "string" },
-        body: { type: "boolean" },
-        stuck: { type: "boolean" },
-        limit: { type: "string", default: "50" },
-        json: { type: "boolean" },
-        prefix: { type: "string", default: "idemkit:" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    return usageError((error as Error).message);
-  }
-})();
-
-if (values.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const [command, ...operands] = positionals;
-if (!command || !["show", "list", "stats"].includes(command)) usageError(command && `unknown command "${command}"`);
-if (command === "show" && (operands.length !== 1 || !values.scope || !values.path)) {
-  usageError("show takes one key, with its --scope and --path (a record's Redis key is a digest of all three)");
-}
-const limit = Number(values.limit);
-if (!Number.isInteger(limit) || limit < 1) usageError("--limit must be a whole number, 1 or more");
-const url = process.env.REDIS_URL;
-if (!url) usageError("REDIS_URL is not set");
-
-const { createClient } = await import("redis").catch((cause: unknown) => {
-  console.error(
-    `idemkit-redis connects with node-redis, which is not installed here: run \`npm install redis\`.\n(${cause})`,
-  );
-  process.exit(2);
-});
-// No reconnecting and no offline queue: an unreachable server is an answer, not a wait.
-const client = createClient({
-  url,
-  disableOfflineQueue: true,
-  socket: { connectTimeout: 5_000, reconnectStrategy: false },
-});
-client.on("error", () => {});
-
-interface Report {
-  document: unknown;
-  lines: string[];
-  found: boolean;
-}
+/** The fields `list` and `stats` read of each record: never its answer, which may be large. */
+const SUMMARY_FIELDS = ["state", "fingerprint", "fence", "lease", "expires", "status"];
 
 /** A record as the tool shows it: times as seconds from now, the answer only when asked. */
-function shown(name: string, record: StoredRecord, now: number) {
+function shown(name: string, record: StoredRecord, now: number, withBody = false) {
   const seconds = (at: number) => Math.round((at - now) / 100) / 10;
-  const body = record.state === "completed" && values.body ? record.response.body : undefined;
+  const body = record.state === "completed" && withBody ? record.response.body : undefined;
   return {
     redisKey: name,
     state: record.state,
@@ -103,57 +67,66 @@ function shown(name: string, record: StoredRecord, now: number) {
     ...(body !== undefined && { body: isSealedBody(body) ? "(sealed by encryptedStore)" : body }),
   };
 }
+type Shown = ReturnType<typeof shown>;
 
-async function main(commands: ReturnType<typeof commandsOf>): Promise<Report> {
+const isStuck = (record: Shown) => record.leaseLeftS !== null && record.leaseLeftS <= 0;
+
+async function show(client: RedisClient, { operands, values }: Given): Promise<InspectReport> {
+  const id = { scope: String(values.scope), path: String(values.path), key: String(operands[0]) };
+  const name = recordKeyOf(values.prefix)(id);
+  const record = recordOf(await commandsOf(client).fields(name));
+  if (!record) return { document: null, lines: [`no record of key ${id.key} on ${id.path}`], found: false };
+  const view = shown(name, record, Date.now(), values.body);
+  return { document: view, found: true, lines: recordLines(view) };
+}
+
+/**
+ * The records' summaries, one SCAN batch at a time, each batch's fields read at once (node-redis pipelines the
+ * commands sent in one tick), until `enough` has them.
+ */
+async function summaries(client: RedisClient, prefix: string, enough: (records: Shown[]) => boolean) {
   const now = Date.now();
-  if (command === "show") {
-    const name = recordKeyOf(values.prefix)({
-      scope: String(values.scope),
-      path: String(values.path),
-      key: String(operands[0]),
-    });
-    const record = recordOf(await commands.fields(name));
-    if (!record) return { document: null, lines: [`no record of key ${operands[0]} on ${values.path}`], found: false };
-    const view = shown(name, record, now);
-    return {
-      document: view,
-      found: true,
-      lines: Object.entries(view)
-        .filter(([, value]) => value !== null)
-        .map(([field, value]) => `${field.padEnd(12)} ${value}`),
-    };
-  }
-  const records: Array<ReturnType<typeof shown>> = [];
-  for await (const names of commands.scan(recordPattern(values.prefix), 500)) {
-    for (const name of names) {
-      const record = recordOf(await commands.fields(name));
+  const records: Shown[] = [];
+  const reader = client as unknown as InspectingClient;
+  for await (const names of commandsOf(client).scan(recordPattern(prefix), 500)) {
+    const replies = await Promise.all(names.map((name) => reader.hmGet(name, SUMMARY_FIELDS)));
+    names.forEach((name, index) => {
+      const reply = replies[index] ?? [];
+      const record = recordOf(Object.fromEntries(SUMMARY_FIELDS.map((field, at) => [field, reply[at] ?? undefined])));
       if (record) records.push(shown(name, record, now));
-    }
+    });
+    if (enough(records)) break;
   }
-  const stuck = (record: (typeof records)[number]) => record.leaseLeftS !== null && record.leaseLeftS <= 0;
-  if (command === "list") {
-    const running = records
-      .filter((record) => record.state === "in_progress" && (!values.stuck || stuck(record)))
-      .slice(0, limit);
-    return {
-      document: running,
-      found: true,
-      lines:
-        running.length === 0
-          ? [values.stuck ? "no stuck record" : "no record in progress"]
-          : running.map(
-              (record) =>
-                `${record.redisKey}  fence ${record.fence}  ${stuck(record) ? "stuck: its lease ended" : `lease ${record.leaseLeftS}s left`}`,
-            ),
-    };
-  }
-  const count = (test: (record: (typeof records)[number]) => boolean) => records.filter(test).length;
+  return records;
+}
+
+async function list(client: RedisClient, { values }: Given): Promise<InspectReport> {
+  const limit = Number(values.limit);
+  const listed = (record: Shown) => record.state === "in_progress" && (!values.stuck || isStuck(record));
+  const records = await summaries(client, values.prefix, (seen) => seen.filter(listed).length >= limit);
+  const running = records.filter(listed).slice(0, limit);
+  return {
+    document: running,
+    found: true,
+    lines:
+      running.length === 0
+        ? [values.stuck ? "no stuck record" : "no record in progress"]
+        : running.map(
+            (record) =>
+              `${record.redisKey}  fence ${record.fence}  ${isStuck(record) ? "stuck: its lease ended" : `lease ${record.leaseLeftS}s left`}`,
+          ),
+  };
+}
+
+async function stats(client: RedisClient, { values }: Given): Promise<InspectReport> {
+  const records = await summaries(client, values.prefix, () => false);
+  const count = (test: (record: Shown) => boolean) => records.filter(test).length;
   const totals = {
     succeeded: count((record) => record.status !== null && record.status < 400),
     refused4xx: count((record) => record.status !== null && record.status >= 400 && record.status < 500),
     failed5xx: count((record) => record.status !== null && record.status >= 500),
-    running: count((record) => record.state === "in_progress" && !stuck(record)),
-    stuck: count((record) => record.state === "in_progress" && stuck(record)),
+    running: count((record) => record.state === "in_progress" && !isStuck(record)),
+    stuck: count((record) => record.state === "in_progress" && isStuck(record)),
   };
   return {
     document: totals,
@@ -167,22 +140,43 @@ async function main(commands: ReturnType<typeof commandsOf>): Promise<Report> {
   };
 }
 
-let exitCode = 0;
-try {
-  await client.connect();
-  const report = await main(commandsOf(client as unknown as RedisClient));
-  console.log(values.json ? JSON.stringify(report.document, null, 2) : report.lines.join("\n"));
-  if (!report.found) exitCode = 3;
-} catch (error) {
-  const { code, message } = error as { code?: string; message?: string };
-  console.error(
-    code === "ECONNREFUSED" || code === "ENOTFOUND" || /connect|Socket/i.test(message ?? "")
-      ? `idemkit-redis: cannot reach Redis at REDIS_URL (${code ?? message})`
-      : `idemkit-redis: Redis failed: ${message ?? String(error)}`,
-  );
-  exitCode = 1;
-} finally {
-  await client.destroy?.();
-}
-// Set, not exited with: a long --json document on a piped stdout is written out whole first.
-process.exitCode = exitCode;
+await runCommandLine({
+  name: "idemkit-redis",
+  usage: USAGE,
+  commands: ["show", "list", "stats"],
+  options: OPTIONS,
+  urlVariable: "REDIS_URL",
+  check({ command, operands, values }) {
+    if (command === "show" && (operands.length !== 1 || !values.scope || !values.path)) {
+      return "show takes one key, with its --scope and --path (a record's Redis key is a digest of all three)";
+    }
+    const limit = Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1) return "--limit must be a whole number, 1 or more";
+    return undefined;
+  },
+  async connect(url) {
+    const { createClient } = await import("redis").catch((cause: unknown) =>
+      missingDriver("idemkit-redis", "redis", cause),
+    );
+    // No reconnecting and no offline queue: an unreachable server is an answer, not a wait.
+    const client = createClient({
+      url,
+      disableOfflineQueue: true,
+      socket: { connectTimeout: 5_000, reconnectStrategy: false },
+    });
+    client.on("error", () => {});
+    const close = async () => void client.destroy();
+    await client.connect().catch(async (error: unknown) => {
+      await close();
+      throw error;
+    });
+    return { client: client as unknown as RedisClient, close };
+  },
+  run: (client, args) => (args.command === "show" ? show : args.command === "list" ? list : stats)(client, args),
+  failure(error) {
+    const { code, message } = error as { code?: string; message?: string };
+    return code === "ECONNREFUSED" || code === "ENOTFOUND" || /connect|Socket/i.test(message ?? "")
+      ? `cannot reach Redis at REDIS_URL (${code ?? message})`
+      : `Redis failed: ${message ?? String(error)}`;
+  },
+});

@@ -83,6 +83,9 @@ describe("idemkit-redis", () => {
 
   it("lists the records in progress, the stuck ones alone with --stuck, and counts them all", async () => {
     expect(JSON.parse((await idemkitRedis(["list", "--json"])).stdout)).toHaveLength(2);
+    const first = JSON.parse((await idemkitRedis(["list", "--limit", "1", "--json"])).stdout);
+    expect(first).toMatchObject([{ state: "in_progress" }]);
+    expect(first[0]).not.toHaveProperty("body");
     const stuck = JSON.parse((await idemkitRedis(["list", "--stuck", "--json"])).stdout);
     expect(stuck.map((record: { fingerprint: string }) => record.fingerprint)).toEqual(["fp-stuck"]);
     expect(JSON.parse((await idemkitRedis(["stats", "--json"])).stdout)).toEqual({
