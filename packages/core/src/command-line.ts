@@ -1,3 +1,4 @@
+/// <reference types="node" />
 /**
  * What every inspecting command of idemkit's does, whichever server it reads (`idemkit` and `idemkit-outbox` on
  * PostgreSQL, `idemkit-redis` on Redis): read its subcommand and options, connect to the server its environment
