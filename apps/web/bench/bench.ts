@@ -3,7 +3,11 @@
  * durability (fsync on). One run measures, in interleaved rounds so machine noise hits all alike:
  *
  *   unprotected       the order's writes (order, lines, payment) in a plain transaction
+ *   hand-written atomic  the same writes made exactly-once by hand, the least a correct design does (the claim an
+ *                     insert on conflict do nothing in the same transaction, the answer an update before commit):
+ *                     the floor idemkit's first execution is measured against
  *   first execution   the same writes protected by idemkit (atomic mode), a fresh key per request
+ *   first execution + outbox  the demo's checkout.placeOrder: those writes and its confirmation in the outbox
  *   replay (cache)    duplicates of completed requests, answered from the in-process replay cache
  *   replay (no cache) duplicates answered from PostgreSQL (another instance, or the cache turned off)
  *   no-op             a procedure that does nothing, unprotected, and its protected twin replayed from the cache:
@@ -45,7 +49,18 @@ interface Scenario {
 const replayKeys = Array.from({ length: REPLAY_KEYS }, () => globalThis.crypto.randomUUID());
 const scenarios: Scenario[] = [
   { name: "unprotected", path: "bench.placeOrderUnprotected", key: () => undefined },
-  { name: "first execution", path: "checkout.placeOrder", key: () => globalThis.crypto.randomUUID() },
+  { name: "hand-written atomic", path: "bench.placeOrderHandWritten", key: () => globalThis.crypto.randomUUID() },
+  {
+    name: "first execution",
+    path: "bench.placeOrderAtomic",
+    key: () => globalThis.crypto.randomUUID(),
+    baseline: "hand-written atomic",
+  },
+  {
+    name: "first execution + outbox",
+    path: "checkout.placeOrder",
+    key: () => globalThis.crypto.randomUUID(),
+  },
   { name: "replay (cache)", path: "checkout.placeOrder", key: (n) => replayKeys[n % REPLAY_KEYS] },
   { name: "replay (no cache)", path: "bench.placeOrderNoCache", key: (n) => replayKeys[n % REPLAY_KEYS] },
   { name: "no-op, unprotected", path: "bench.noopUnprotected", key: () => undefined },

@@ -11,18 +11,25 @@
  *                                for a storm of duplicates to gather behind it (bench:scale)
  *   bench.leaseOrderPostgres     placeOrderUnprotected's writes in lease mode, keys in PostgreSQL (drizzleStore)
  *   bench.leaseOrderRedis        the same in lease mode, keys in Redis at REDIS_URL (redisStore); both without
- *                                the replay cache, so a replay reads the store
+ *                                the replay cache, so a replay reads the store. Only when REDIS_URL is set.
+ *   bench.placeOrderAtomic       placeOrderUnprotected's writes protected in atomic mode, nothing else (the demo's
+ *                                checkout.placeOrder also enqueues its confirmation in the outbox)
+ *   bench.placeOrderHandWritten  the floor of exactly-once: placeOrderUnprotected's writes made idempotent by hand,
+ *                                the least a correct design does (see handWrittenOrder)
  */
-import { drizzleStore } from "@idemkit/drizzle";
+import { createHash } from "node:crypto";
+import { drizzleStore, idempotencyKeys } from "@idemkit/drizzle";
 import { redisStore } from "@idemkit/redis";
 import { serveFetch } from "@idemkit/testkit";
 import { idempotency } from "@idemkit/trpc";
+import { TRPCError } from "@trpc/server";
+import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { createClient } from "redis";
 import superjson from "superjson";
 import { z } from "zod";
-import { createHandler, createRouter, placeOrderInput, t, writeOrder } from "../src/server/router";
+import { createHandler, createRouter, type OrderItem, placeOrderInput, t, writeOrder } from "../src/server/router";
 
 const client = postgres(String(process.env.DATABASE_URL), { max: Number(process.env.BENCH_POOL ?? 10) });
 const db = drizzle(client);
@@ -31,7 +38,9 @@ const uncached = createRouter({ db, replayCacheSize: 0 });
 const idempotent = t.procedure.use(
   idempotency({ store: drizzleStore({ db }), transformer: superjson, scope: ({ ctx }) => ctx.userId ?? "bench" }),
 );
-const redis = await createClient({ url: String(process.env.REDIS_URL), disableOfflineQueue: true }).connect();
+const redis = process.env.REDIS_URL
+  ? await createClient({ url: process.env.REDIS_URL, disableOfflineQueue: true }).connect()
+  : undefined;
 const leased = (store: Parameters<typeof idempotency>[0]["store"]) =>
   t.procedure
     .use(
@@ -47,6 +56,48 @@ const leased = (store: Parameters<typeof idempotency>[0]["store"]) =>
     .mutation(({ ctx, input }) =>
       db.transaction((tx) => writeOrder(tx, ctx.userId ?? "bench", input.items, ctx.idempotency.subKey("payment"))),
     );
+/**
+ * An order made exactly-once by hand, in the procedure's own transaction, as a careful engineer would without a
+ * library: the claim is an insert that does nothing on conflict (a duplicate waits on the row's lock, then finds it
+ * taken), the answer is written by an update before commit, and a key used before is answered from its row, refused
+ * when its input differs. Its statements are prepared, as idemkit's are. Same table, same writes: the floor of what
+ * exactly-once costs, to measure idemkit against.
+ */
+function handWrittenOrder(userId: string, key: string | null, items: OrderItem[]) {
+  if (!key) throw new TRPCError({ code: "BAD_REQUEST", message: "Idempotency-Key is required." });
+  const fingerprint = createHash("sha256").update(JSON.stringify(items)).digest("hex");
+  const path = "bench.placeOrderHandWritten";
+  const record = and(eq(idempotencyKeys.scope, userId), eq(idempotencyKeys.path, path), eq(idempotencyKeys.key, key));
+  return db.transaction(async (tx) => {
+    const claimed = await tx
+      .insert(idempotencyKeys)
+      .values({ scope: userId, path, key, fingerprint, state: "in_progress", expiresAt: new Date(Date.now() + DAY_MS) })
+      .onConflictDoNothing()
+      .returning({ fence: idempotencyKeys.fence })
+      .prepare("bench_hand_claim")
+      .execute();
+    if (claimed.length === 0) {
+      const [stored] = await tx
+        .select({ fingerprint: idempotencyKeys.fingerprint, body: idempotencyKeys.responseBody })
+        .from(idempotencyKeys)
+        .where(record)
+        .prepare("bench_hand_read")
+        .execute();
+      if (stored?.fingerprint !== fingerprint) throw new TRPCError({ code: "UNPROCESSABLE_CONTENT" });
+      return JSON.parse(String(stored.body)) as Awaited<ReturnType<typeof writeOrder>>;
+    }
+    const order = await writeOrder(tx, userId, items, `${key}:payment`);
+    await tx
+      .update(idempotencyKeys)
+      .set({ state: "completed", responseStatus: 200, responseBody: JSON.stringify(order) })
+      .where(record)
+      .prepare("bench_hand_complete")
+      .execute();
+    return order;
+  });
+}
+const DAY_MS = 24 * 60 * 60 * 1_000;
+
 const router = t.mergeRouters(
   app,
   t.router({
@@ -65,7 +116,17 @@ const router = t.mergeRouters(
           db.transaction((tx) => writeOrder(tx, ctx.userId ?? "bench", input.items, globalThis.crypto.randomUUID())),
         ),
       leaseOrderPostgres: leased(drizzleStore({ db })),
-      leaseOrderRedis: leased(redisStore({ client: redis })),
+      ...(redis && { leaseOrderRedis: leased(redisStore({ client: redis })) }),
+      placeOrderAtomic: idempotent
+        .input(placeOrderInput)
+        .mutation(({ ctx, input }) =>
+          writeOrder(ctx.idempotency.tx, ctx.userId ?? "bench", input.items, ctx.idempotency.subKey("payment")),
+        ),
+      placeOrderHandWritten: t.procedure
+        .input(placeOrderInput)
+        .mutation(({ ctx, input }) =>
+          handWrittenOrder(ctx.userId ?? "bench", ctx.req.headers.get("idempotency-key"), input.items),
+        ),
       slowOrder: idempotent
         .input(placeOrderInput.extend({ holdMs: z.number().int().min(0).max(10_000) }))
         .mutation(async ({ ctx, input }) => {
@@ -84,6 +145,6 @@ console.log(`LISTENING ${server.url}`);
 process.once("SIGTERM", async () => {
   await server.close();
   await client.end({ timeout: 1 });
-  redis.destroy();
+  redis?.destroy();
   process.exit(0);
 });

@@ -18,9 +18,13 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-/** Starts bench/server.ts against `databaseUrl` and waits for its `LISTENING` line. */
+/**
+ * Starts bench/server.ts against `databaseUrl` and waits for its `LISTENING` line. BENCH_SERVER_ARGS go to its node
+ * (`--cpu-prof --cpu-prof-dir=prof` to see where its time goes).
+ */
 export async function startBenchServer(databaseUrl: string): Promise<BenchServer> {
-  const child = spawn(process.execPath, ["--import", "tsx", SERVER], {
+  const nodeArgs = process.env.BENCH_SERVER_ARGS?.split(" ").filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", SERVER], {
     // As `next start` runs it: development-only checks (such as idemkit's bypass warning) are off.
     env: { ...process.env, DATABASE_URL: databaseUrl, NODE_ENV: "production" },
     stdio: ["ignore", "pipe", "inherit"],

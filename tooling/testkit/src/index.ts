@@ -17,6 +17,8 @@ export { startFaultProxy } from "./fault-proxy.js";
 export { gate } from "./gate.js";
 export type { FetchHandler, ServedHandler } from "./http.js";
 export { serveFetch } from "./http.js";
+export type { LatencyProxy } from "./latency-proxy.js";
+export { startLatencyProxy } from "./latency-proxy.js";
 export type { ModelSubject } from "./model.js";
 export { describeContractModel } from "./model.js";
 export type { Driver, NotesDatabase } from "./notes-databases.js";

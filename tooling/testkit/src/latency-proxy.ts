@@ -1,0 +1,89 @@
+/**
+ * A TCP proxy that puts a network between a client and a database on this machine: every chunk is held for half the
+ * round trip each way, in order, as a link to a database in another zone holds it. Both of its sockets set
+ * `noDelay` (a router does no Nagle): without it, the proxy's own writes would wait on delayed ACKs and add stalls of
+ * 40 ms that no real network has. The round trip can be changed while connections are open.
+ */
+import { connect, createServer, type Socket } from "node:net";
+
+export interface LatencyProxy {
+  /** The port it listens on, 127.0.0.1. */
+  port: number;
+  /** The database URL `url` with its host and port replaced by the proxy's. */
+  urlFor(url: string): string;
+  /** Sets the round trip added from now on, in ms (0 for none). */
+  setRoundTripMs(ms: number): void;
+  close(): Promise<void>;
+}
+
+/** Starts a proxy to `host:port` adding `roundTripMs` to every round trip. */
+export function startLatencyProxy(target: { host: string; port: number }, roundTripMs = 0): Promise<LatencyProxy> {
+  let toServerMs = 0;
+  let toClientMs = 0;
+  const setRoundTripMs = (ms: number) => {
+    // Timers have whole milliseconds: an odd round trip puts the extra one on the answer's way back.
+    toServerMs = Math.floor(ms / 2);
+    toClientMs = ms - toServerMs;
+  };
+  setRoundTripMs(roundTripMs);
+  const sockets = new Set<Socket>();
+
+  /**
+   * Forwards `from` to `to`, each chunk `delayMs()` after it arrived, through one queue: a chunk never overtakes
+   * the one before it, also when the round trip shrinks in between, and the end comes after the last chunk.
+   */
+  function relay(from: Socket, to: Socket, delayMs: () => number): void {
+    const queue: Array<{ due: number; chunk: Buffer | null }> = [];
+    let timer: NodeJS.Timeout | undefined;
+    const pump = () => {
+      timer = undefined;
+      while (queue.length > 0 && (queue[0]?.due ?? 0) <= performance.now()) {
+        const { chunk } = queue.shift() as { chunk: Buffer | null };
+        if (!to.writable) continue;
+        if (chunk) to.write(chunk);
+        else to.end();
+      }
+      const next = queue[0];
+      if (next) timer = setTimeout(pump, Math.max(0, next.due - performance.now()));
+    };
+    const forward = (chunk: Buffer | null) => {
+      queue.push({ due: performance.now() + delayMs(), chunk });
+      if (!timer) pump();
+    };
+    from.on("data", (chunk: Buffer) => forward(chunk));
+    from.on("end", () => forward(null));
+    from.on("error", () => to.destroy());
+    // What arrived before `from` closed is still on its way: the queue runs on until `to` is gone.
+    from.on("close", () => sockets.delete(from));
+  }
+
+  const server = createServer({ noDelay: true, allowHalfOpen: true }, (client) => {
+    const upstream = connect({ host: target.host, port: target.port, noDelay: true, allowHalfOpen: true });
+    for (const socket of [client, upstream]) sockets.add(socket);
+    relay(client, upstream, () => toServerMs);
+    relay(upstream, client, () => toClientMs);
+  });
+
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      resolve({
+        port,
+        urlFor(url) {
+          const proxied = new URL(url);
+          proxied.hostname = "127.0.0.1";
+          proxied.port = String(port);
+          return proxied.toString();
+        },
+        setRoundTripMs,
+        close: () =>
+          new Promise<void>((done) => {
+            for (const socket of sockets) socket.destroy();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}
