@@ -82,63 +82,68 @@ const median = (values: number[]) =>
     50,
   );
 
-for (const key of REPLAY_KEYS) await send("bench.placeOrderNoCache", key);
+try {
+  for (const key of REPLAY_KEYS) await send("bench.placeOrderNoCache", key);
 
-/** Per round trip: the measured round trip, and each scenario's latencies. */
-const results = new Map<number, { measuredMs: number; latencies: Map<string, number[]> }>();
-for (const roundTripMs of ROUND_TRIPS_MS) {
-  proxy.setRoundTripMs(roundTripMs);
-  // Every pooled connection of the server warms up at this round trip before anything is measured.
-  for (const scenario of scenarios) await latenciesOf(20, (n) => send(scenario.path, scenario.key(n)));
-  const latencies = new Map<string, number[]>(scenarios.map((scenario) => [scenario.name, []]));
-  const measured: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    measured.push(...(await latenciesOf(REQUESTS, () => probe`select 1`)));
-    for (const scenario of scenarios) {
-      latencies.get(scenario.name)?.push(...(await latenciesOf(REQUESTS, (n) => send(scenario.path, scenario.key(n)))));
+  /** Per round trip: the measured round trip, and each scenario's latencies. */
+  const results = new Map<number, { measuredMs: number; latencies: Map<string, number[]> }>();
+  for (const roundTripMs of ROUND_TRIPS_MS) {
+    proxy.setRoundTripMs(roundTripMs);
+    // Every pooled connection of the server warms up at this round trip before anything is measured.
+    for (const scenario of scenarios) await latenciesOf(20, (n) => send(scenario.path, scenario.key(n)));
+    const latencies = new Map<string, number[]>(scenarios.map((scenario) => [scenario.name, []]));
+    const measured: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      measured.push(...(await latenciesOf(REQUESTS, () => probe`select 1`)));
+      for (const scenario of scenarios) {
+        latencies
+          .get(scenario.name)
+          ?.push(...(await latenciesOf(REQUESTS, (n) => send(scenario.path, scenario.key(n)))));
+      }
     }
+    results.set(roundTripMs, { measuredMs: median(measured), latencies });
   }
-  results.set(roundTripMs, { measuredMs: median(measured), latencies });
+
+  const p50 = (roundTripMs: number, name: string) => median(results.get(roundTripMs)?.latencies.get(name) ?? []);
+  const added = (roundTripMs: number, { name, baseline }: Scenario) =>
+    p50(roundTripMs, name) - p50(roundTripMs, baseline);
+  /** Least squares over the round trips: the added ms per ms of round trip, which is the round trips added. */
+  function slope(scenario: Scenario): number {
+    const points = ROUND_TRIPS_MS.map((ms) => [results.get(ms)?.measuredMs ?? ms, added(ms, scenario)] as const);
+    const meanX = points.reduce((sum, [x]) => sum + x, 0) / points.length;
+    const meanY = points.reduce((sum, [, y]) => sum + y, 0) / points.length;
+    const covariance = points.reduce((sum, [x, y]) => sum + (x - meanX) * (y - meanY), 0);
+    const variance = points.reduce((sum, [x]) => sum + (x - meanX) ** 2, 0);
+    return covariance / variance;
+  }
+
+  console.log(
+    `\nidemkit bench:latency: PostgreSQL fsync on, behind a proxy adding ${ROUND_TRIPS_MS.join(", ")} ms round trips ` +
+      `(measured ${ROUND_TRIPS_MS.map((ms) => results.get(ms)?.measuredMs.toFixed(2)).join(", ")} ms with select 1); ` +
+      `one request at a time, ${ROUNDS} rounds x ${REQUESTS} requests per scenario\n`,
+  );
+  printTable(
+    [
+      "scenario",
+      ...ROUND_TRIPS_MS.map((ms) => `p50 @${ms}ms`),
+      ...ROUND_TRIPS_MS.map((ms) => `+RT @${ms}ms`),
+      "+RT (fit)",
+      "over",
+    ],
+    scenarios.map((scenario) => [
+      scenario.name,
+      ...ROUND_TRIPS_MS.map((ms) => p50(ms, scenario.name).toFixed(2)),
+      ...ROUND_TRIPS_MS.map((ms) => (added(ms, scenario) / (results.get(ms)?.measuredMs ?? ms)).toFixed(2)),
+      scenario.name === scenario.baseline ? "" : slope(scenario).toFixed(2),
+      scenario.baseline,
+    ]),
+  );
+} finally {
+  // Also when a scenario fails: nothing of the bench is left running.
+  await probe.end({ timeout: 1 });
+  agent.destroy();
+  await server.stop();
+  await proxy.close();
+  await database.drop();
+  await postgresServer.stop();
 }
-
-const p50 = (roundTripMs: number, name: string) => median(results.get(roundTripMs)?.latencies.get(name) ?? []);
-const added = (roundTripMs: number, { name, baseline }: Scenario) =>
-  p50(roundTripMs, name) - p50(roundTripMs, baseline);
-/** Least squares over the round trips: the added ms per ms of round trip, which is the round trips added. */
-function slope(scenario: Scenario): number {
-  const points = ROUND_TRIPS_MS.map((ms) => [results.get(ms)?.measuredMs ?? ms, added(ms, scenario)] as const);
-  const meanX = points.reduce((sum, [x]) => sum + x, 0) / points.length;
-  const meanY = points.reduce((sum, [, y]) => sum + y, 0) / points.length;
-  const covariance = points.reduce((sum, [x, y]) => sum + (x - meanX) * (y - meanY), 0);
-  const variance = points.reduce((sum, [x]) => sum + (x - meanX) ** 2, 0);
-  return covariance / variance;
-}
-
-console.log(
-  `\nidemkit bench:latency: PostgreSQL fsync on, behind a proxy adding ${ROUND_TRIPS_MS.join(", ")} ms round trips ` +
-    `(measured ${ROUND_TRIPS_MS.map((ms) => results.get(ms)?.measuredMs.toFixed(2)).join(", ")} ms with select 1); ` +
-    `one request at a time, ${ROUNDS} rounds x ${REQUESTS} requests per scenario\n`,
-);
-printTable(
-  [
-    "scenario",
-    ...ROUND_TRIPS_MS.map((ms) => `p50 @${ms}ms`),
-    ...ROUND_TRIPS_MS.map((ms) => `+RT @${ms}ms`),
-    "+RT (fit)",
-    "over",
-  ],
-  scenarios.map((scenario) => [
-    scenario.name,
-    ...ROUND_TRIPS_MS.map((ms) => p50(ms, scenario.name).toFixed(2)),
-    ...ROUND_TRIPS_MS.map((ms) => (added(ms, scenario) / (results.get(ms)?.measuredMs ?? ms)).toFixed(2)),
-    scenario.name === scenario.baseline ? "" : slope(scenario).toFixed(2),
-    scenario.baseline,
-  ]),
-);
-
-await probe.end({ timeout: 1 });
-agent.destroy();
-await server.stop();
-await proxy.close();
-await database.drop();
-await postgresServer.stop();

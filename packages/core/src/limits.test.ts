@@ -74,6 +74,34 @@ describe("limits", () => {
     }
   });
 
+  it("lets a lease-mode call that never settles go once its hold ends, as the key is let go", async () => {
+    vi.useFakeTimers();
+    try {
+      const engine = createIdempotencyEngine({
+        store: memoryStore(),
+        mode: "lease",
+        leaseMs: 3_000,
+        maxHoldMs: 10_000,
+        procedureTimeoutMs: 5_000,
+        limits: { inFlightPerScope: 1 },
+      });
+      const call = (key: string, work: () => Promise<void>) =>
+        engine.run({ scope: "alice", path: "orders.place", key, fingerprint: "f" }, async () => {
+          await work();
+          return { value: key, response: { status: 200, body: JSON.stringify(key) } };
+        });
+      const hung = refusal(call("a", () => new Promise<void>(() => {})));
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(await hung).toMatchObject({ code: "IN_PROGRESS" });
+      expect(await refusal(call("b", async () => {}))).toMatchObject({ code: "RATE_LIMITED" });
+      // Past maxHoldMs its lease is no longer renewed; once it ends, the key may be taken over, and so is its place.
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(await call("b", async () => {})).toEqual({ replayed: false, value: "b" });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("refuses a scope's new key past newKeysPerScope in the window, never a key it already sent, until the window moves", async () => {
     const shop = limited({ newKeysPerScope: { max: 2, windowMs: 60_000 } });
     await shop.call("alice", "a");

@@ -283,6 +283,7 @@ describe("the engine's telemetry", () => {
       const engine = createIdempotencyEngine({ store: memoryStore(), telemetry: { tracerProvider: throwing } });
       expect(await engine.run(request("a"), stored)).toEqual({ replayed: false, value: "ok" });
       await settled(engine.run(request("b"), failing));
+      await engine.run(request("c"), released);
       expect(events).toEqual([
         { type: "executed", scope: "alice", path: "orders.place", key: "a" },
         {
@@ -292,6 +293,8 @@ describe("the engine's telemetry", () => {
           key: "b",
           error: { name: "Error", message: "the warehouse is down" },
         },
+        // Released with nothing gone wrong: no error made up for it.
+        { type: "released", scope: "alice", path: "orders.place", key: "c" },
       ]);
     } finally {
       unsubscribe("idemkit:event", onEvent);

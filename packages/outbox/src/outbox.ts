@@ -232,7 +232,7 @@ export function outboxStatements(table: string) {
     /**
      * $1 now, $2 batch size, $3 lease ms, $4 max attempts. Takes the due events, oldest first, skipping those
      * another relay is taking at this moment; each one's lease makes it this relay's until then, and its attempt
-     * count is the fence. `waited_ms` is how long ago the event was committed, on the database's clock.
+     * count is the fence. `waited_ms` is how long ago the event was enqueued (its `created_at`), on the database's clock.
      */
     CLAIM: {
       name: "idemkit_outbox_claim",

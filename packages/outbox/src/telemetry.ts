@@ -68,10 +68,11 @@ export function outboxTelemetryOf(options: OutboxTelemetryOptions | false | unde
         if (event.type === "error") counted?.errors.add(1);
         else counted?.events.add(1, { "idemkit.result": event.type, "idemkit.topic": event.event.topic });
       });
-      publishTo(
-        channels.relay,
-        (): RelayMessage => ("error" in event ? { ...event, error: summaryOf(event.error) } : event),
-      );
+      publishTo(channels.relay, (): RelayMessage => {
+        if (!("error" in event)) return event;
+        const { error, ...rest } = event;
+        return error === undefined ? rest : { ...rest, error: summaryOf(error) };
+      });
     },
     /** Records how long a published event waited since it was enqueued. */
     published(topic: string, lagMs: number): void {

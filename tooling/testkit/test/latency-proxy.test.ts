@@ -1,6 +1,6 @@
 /**
- * The latency proxy the bench puts before PostgreSQL: what goes through arrives whole and in order both ways, also
- * after its round trip changes mid-connection, and an end on one side ends the other.
+ * The latency proxy the bench puts before PostgreSQL: what goes through arrives whole and in order both ways, many
+ * chunks in flight at once, and an end on one side ends the other only after what it sent.
  */
 import { once } from "node:events";
 import { type AddressInfo, connect, createServer } from "node:net";
@@ -11,7 +11,7 @@ const echo = createServer({ allowHalfOpen: true }, (socket) => socket.pipe(socke
 await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
 afterAll(() => new Promise<void>((resolve) => echo.close(() => resolve())));
 
-it("carries every chunk both ways in order, at any round trip, and passes an end on", async () => {
+it("carries every chunk both ways in order, and passes an end on after them", async () => {
   const { port } = echo.address() as AddressInfo;
   const proxy = await startLatencyProxy({ host: "127.0.0.1", port }, 3);
   const client = connect({ host: "127.0.0.1", port: proxy.port });
@@ -20,7 +20,6 @@ it("carries every chunk both ways in order, at any round trip, and passes an end
   client.on("data", (chunk: Buffer) => received.push(chunk));
   const sent: string[] = [];
   for (let n = 0; n < 200; n++) {
-    if (n === 100) proxy.setRoundTripMs(1);
     const message = `message ${n};`;
     sent.push(message);
     client.write(message);

@@ -22,6 +22,12 @@ import {
 /** Waits between attempts to store a lease-mode result after the store failed: short, the client is waiting. */
 const COMPLETION_RETRY_DELAYS_MS = [100, 400];
 
+/** Resolves once `signal` has aborted. */
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+}
+
 /** Lease mode: the procedure's time ran out before it settled. */
 class ProcedureTimedOut extends Error {}
 
@@ -86,7 +92,9 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
           "Idempotency-Key for its answer.",
         { retryAfterMs },
       );
-      answeredBeforeSettled(answer, settling);
+      // It counts as running until it settles, or until its lease ends (its hold past maxHoldMs, or taken over):
+      // a hung call is let go then, like a crashed one, and a retry may take the key over.
+      answeredBeforeSettled(answer, Promise.race([settling, aborted(lease.signal)]));
       throw answer;
     } finally {
       limit.clear();

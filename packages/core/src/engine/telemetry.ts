@@ -72,7 +72,10 @@ export interface CallMessage {
   mode: IdempotencyMode;
   outcome: CallOutcome;
   durationMs: number;
-  /** Of that, how long it waited for another call with its key (in memory, or between reads of the key). */
+  /**
+   * Of that, how long it waited for another call with its key: in memory, or between reads of the key. A claim that
+   * waits on the row of a call on another instance is the store's time.
+   */
   waitedMs: number;
   /** Of that, how long idemkit's store work took: its statements, BEGIN and COMMIT, waiting for a connection. */
   storeMs: number;
@@ -100,9 +103,9 @@ const INSTRUMENTATION = "@idemkit/core";
 const channels = { call: channelNamed("idemkit:call"), event: channelNamed("idemkit:event") };
 
 /**
- * The most paths the hit rate is kept for, one engine's. A path is a route's name, but the Fetch adapter's default is
- * the URL's path, which can hold ids: past this many, the others share one point, marked as the SDK marks its own
- * overflow, so memory stays bounded.
+ * The most paths the hit rate is kept for, per meter provider (the engines reporting to one share them). A path is
+ * a route's name, but the Fetch adapter's default is the URL's path, which can hold ids: past this many, the others
+ * share one point, marked as the SDK marks its own overflow, so memory stays bounded.
  */
 const MAX_TALLIED_PATHS = 1_000;
 const OVERFLOW = Symbol("overflow");
@@ -189,7 +192,7 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
       if (off) return;
       publishTo(channels.event, (): EventMessage => {
         const { error, ...decision } = event;
-        return "error" in event ? { ...decision, error: summaryOf(error) } : decision;
+        return error === undefined ? decision : { ...decision, error: summaryOf(error) };
       });
     },
 
