@@ -134,6 +134,21 @@ describe("the engine's telemetry", () => {
     expect(messages[2]?.error).toMatchObject({ name: "IdempotencyError", code: "FINGERPRINT_MISMATCH" });
   });
 
+  it("counts a call refused by the limits as rate_limited, a refusal and not an error", async () => {
+    const { engine, spans, metric } = observed({ limits: { newKeysPerScope: { max: 1, windowMs: 60_000 } } });
+    await engine.run(request("a"), stored);
+    await settled(engine.run(request("b"), stored));
+    expect((await metric("idemkit.calls")).map((point) => [point.attributes["idemkit.outcome"], point.value])).toEqual([
+      [CallOutcome.EXECUTED, 1],
+      [CallOutcome.RATE_LIMITED, 1],
+    ]);
+    expect((await metric("idemkit.calls.active")).map((point) => point.value)).toEqual([0]);
+    expect(spans().map((span) => [span["idemkit.outcome"], span.status])).toEqual([
+      ["executed", 0],
+      ["rate_limited", 0],
+    ]);
+  });
+
   it("counts a store that fails, and a lease lost before the answer was stored", async () => {
     const broken = memoryStore();
     const down: IdempotencyStore = {
