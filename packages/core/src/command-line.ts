@@ -32,8 +32,8 @@ export interface CommandLine<TOptions extends CommandOptions, TClient> {
   name: string;
   /** What `--help` prints, and a usage error. */
   usage: string;
-  /** Its subcommands. */
-  commands: readonly string[];
+  /** Its subcommands, each by name with what runs it. */
+  commands: Record<string, (client: TClient, args: CommandArgs<TOptions>) => Promise<InspectReport>>;
   /** Its options besides `--json` and `--help`. */
   options: TOptions;
   /** The environment variable with the server's URL (`DATABASE_URL`, `REDIS_URL`). */
@@ -42,8 +42,6 @@ export interface CommandLine<TOptions extends CommandOptions, TClient> {
   check?(args: CommandArgs<TOptions>): string | undefined;
   /** Connects to the server; a throw is the server's failure (exit 1). */
   connect(url: string, args: CommandArgs<TOptions>): Promise<{ client: TClient; close(): Promise<void> }>;
-  /** Runs the subcommand. */
-  run(client: TClient, args: CommandArgs<TOptions>): Promise<InspectReport>;
   /** A failure of the server, said as what the operator should do about it. */
   failure(error: unknown, args: CommandArgs<TOptions>): string;
 }
@@ -72,7 +70,8 @@ export async function runCommandLine<TOptions extends CommandOptions, TClient>(
     process.exit(0);
   }
   const [command, ...operands] = positionals;
-  if (!command || !spec.commands.includes(command)) return usageError(command && `unknown command "${command}"`);
+  const subcommand = command && Object.hasOwn(spec.commands, command) ? spec.commands[command] : undefined;
+  if (!command || !subcommand) return usageError(command && `unknown command "${command}"`);
   const args = { command, operands, values } as CommandArgs<TOptions>;
   const wrong = spec.check?.(args);
   if (wrong) return usageError(wrong);
@@ -83,7 +82,7 @@ export async function runCommandLine<TOptions extends CommandOptions, TClient>(
   let connection: Awaited<ReturnType<typeof spec.connect>> | undefined;
   try {
     connection = await spec.connect(url, args);
-    const report = await spec.run(connection.client, args);
+    const report = await subcommand(connection.client, args);
     console.log(values.json ? JSON.stringify(report.document, null, 2) : report.lines.join("\n"));
     if (!report.found) exitCode = 3;
   } catch (error) {

@@ -27,7 +27,14 @@ export { causeChain } from "./errors.js";
 export { canonicalJson } from "./fingerprint.js";
 export { downstreamKey } from "./key.js";
 export type { Channel } from "./observing.js";
-export { channelNamed, type ErrorSummary, instrumentsPer, publishTo, quietly, summaryOf } from "./observing.js";
+export {
+  channelNamed,
+  type ErrorSummary,
+  instrumentsPer,
+  publishTo,
+  quietly,
+  withErrorSummary,
+} from "./observing.js";
 export type { AnswerSeen, RecordOutcome } from "./outcome.js";
 export { isRetryableAnswer, isStoredStatus, recordOutcome } from "./outcome.js";
 export type { RetryState } from "./retry.js";

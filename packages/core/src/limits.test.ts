@@ -5,7 +5,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import type { CallLimits } from "./engine/limits.js";
-import type { Settlement } from "./engine/types.js";
+import type { IdempotencyEngineOptions, Settlement } from "./engine/types.js";
 import { createIdempotencyEngine } from "./engine.js";
 import { isIdempotencyError } from "./errors.js";
 import { withIdempotency } from "./fetch.js";
@@ -22,6 +22,22 @@ function limited(limits: CallLimits) {
       return { value: runs, response: { status: 200, body: String(runs) } };
     });
   return { call, runs: () => runs, advance: (ms: number) => (nowMs += ms) };
+}
+
+/** One call at a time for alice in lease mode, answered at 5 s: `call(key, work)` runs `work` under `key`. */
+function leaseLimited(options: Partial<IdempotencyEngineOptions<never>>) {
+  const engine = createIdempotencyEngine({
+    store: memoryStore(),
+    mode: "lease",
+    procedureTimeoutMs: 5_000,
+    limits: { inFlightPerScope: 1 },
+    ...options,
+  });
+  return (key: string, work: () => Promise<void>) =>
+    engine.run({ scope: "alice", path: "orders.place", key, fingerprint: "f" }, async () => {
+      await work();
+      return { value: key, response: { status: 200, body: JSON.stringify(key) } };
+    });
 }
 
 const refusal = (promise: Promise<unknown>) =>
@@ -49,18 +65,8 @@ describe("limits", () => {
   it("keeps a lease-mode call answered at procedureTimeoutMs in its place until its work is done", async () => {
     vi.useFakeTimers();
     try {
-      const engine = createIdempotencyEngine({
-        store: memoryStore(),
-        mode: "lease",
-        procedureTimeoutMs: 5_000,
-        limits: { inFlightPerScope: 1 },
-      });
+      const call = leaseLimited({});
       let finish!: () => void;
-      const call = (key: string, work: () => Promise<void>) =>
-        engine.run({ scope: "alice", path: "orders.place", key, fingerprint: "f" }, async () => {
-          await work();
-          return { value: key, response: { status: 200, body: JSON.stringify(key) } };
-        });
       const slow = refusal(call("a", () => new Promise<void>((resolve) => (finish = resolve))));
       await vi.advanceTimersByTimeAsync(5_000);
       expect(await slow).toMatchObject({ code: "IN_PROGRESS" });
@@ -77,19 +83,7 @@ describe("limits", () => {
   it("lets a lease-mode call that never settles go once its hold ends, as the key is let go", async () => {
     vi.useFakeTimers();
     try {
-      const engine = createIdempotencyEngine({
-        store: memoryStore(),
-        mode: "lease",
-        leaseMs: 3_000,
-        maxHoldMs: 10_000,
-        procedureTimeoutMs: 5_000,
-        limits: { inFlightPerScope: 1 },
-      });
-      const call = (key: string, work: () => Promise<void>) =>
-        engine.run({ scope: "alice", path: "orders.place", key, fingerprint: "f" }, async () => {
-          await work();
-          return { value: key, response: { status: 200, body: JSON.stringify(key) } };
-        });
+      const call = leaseLimited({ leaseMs: 3_000, maxHoldMs: 10_000 });
       const hung = refusal(call("a", () => new Promise<void>(() => {})));
       await vi.advanceTimersByTimeAsync(5_000);
       expect(await hung).toMatchObject({ code: "IN_PROGRESS" });

@@ -58,6 +58,12 @@ export function summaryOf(error: unknown): ErrorSummary {
   return summary;
 }
 
+/** `message` as a channel gets it: its error, when it has one, as a summary; no `error` at all when it has none. */
+export function withErrorSummary<T extends object>(message: T): Omit<T, "error"> & { error?: ErrorSummary } {
+  const { error, ...rest } = message as T & { error?: unknown };
+  return error === undefined ? rest : { ...rest, error: summaryOf(error) };
+}
+
 /** Runs an observer, whose throw never reaches the caller: an observer never changes an outcome. */
 export function quietly(observe: () => void): void {
   try {

@@ -141,7 +141,7 @@ function recordOf(row: Row) {
 await runInspectCommand({
   name: "idemkit",
   usage: USAGE,
-  commands: ["show", "list", "stats"],
+  commands: { show, list, stats },
   options: OPTIONS,
   table: "idempotency_keys",
   check({ command, operands, values }) {
@@ -152,5 +152,4 @@ await runInspectCommand({
       return `--since "${values.since}" is not an age such as 30m, 1h or 7d`;
     return undefined;
   },
-  run: (client, args) => (args.command === "show" ? show : args.command === "list" ? list : stats)(client, args),
 });

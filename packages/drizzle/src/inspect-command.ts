@@ -26,16 +26,14 @@ export interface InspectCommand<TOptions extends Options> {
   name: string;
   /** What `--help` prints, and a usage error. */
   usage: string;
-  /** Its subcommands. */
-  commands: readonly string[];
+  /** Its subcommands, each by name with what runs it on a postgres.js client and the table's quoted name. */
+  commands: Record<string, (client: SqlClient, args: Args<TOptions>) => Promise<InspectReport>>;
   /** Its options besides `--json`, `--table` and `--help`. */
   options: TOptions;
   /** The table it reads by default, which `--table` replaces. */
   table: string;
   /** Checks the arguments; returns what is wrong with them, if anything. */
   check?(args: Args<TOptions>): string | undefined;
-  /** Runs the subcommand with a postgres.js client and the table's quoted name. */
-  run(client: SqlClient, args: Args<TOptions>): Promise<InspectReport>;
 }
 
 export interface Args<TOptions extends Options> extends CommandArgs<TOptions & typeof TABLE_OPTION> {
@@ -63,7 +61,12 @@ export async function runInspectCommand<TOptions extends Options>(spec: InspectC
   await runCommandLine({
     name: spec.name,
     usage: spec.usage,
-    commands: spec.commands,
+    commands: Object.fromEntries(
+      Object.entries(spec.commands).map(([name, subcommand]) => [
+        name,
+        (client: SqlClient, args: CommandArgs<TOptions & typeof TABLE_OPTION>) => subcommand(client, withTable(args)),
+      ]),
+    ),
     options: { ...spec.options, table: { type: "string", default: spec.table } } as TOptions & typeof TABLE_OPTION,
     urlVariable: "DATABASE_URL",
     check(args) {
@@ -78,7 +81,6 @@ export async function runInspectCommand<TOptions extends Options>(spec: InspectC
       const client = connect(url, { max: 1, connect_timeout: 10, onnotice: () => {} });
       return { client: client as unknown as SqlClient, close: () => client.end({ timeout: 1 }) };
     },
-    run: (client, args) => spec.run(client, withTable(args)),
     failure: (error, args) => described(error, tableOf(args)),
   });
 }

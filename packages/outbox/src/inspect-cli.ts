@@ -110,7 +110,7 @@ async function lag(client: SqlClient, { table }: Given): Promise<InspectReport> 
 await runInspectCommand({
   name: "idemkit-outbox",
   usage: USAGE,
-  commands: ["dead", "requeue", "lag"],
+  commands: { dead, requeue, lag },
   options: OPTIONS,
   table: "outbox_events",
   check({ command, operands, values }) {
@@ -121,5 +121,4 @@ await runInspectCommand({
     if (operands.some((id) => !/^\d+$/.test(id))) return "requeue takes event ids: whole numbers";
     return undefined;
   },
-  run: (client, args) => (args.command === "dead" ? dead : args.command === "requeue" ? requeue : lag)(client, args),
 });

@@ -11,7 +11,14 @@
  * | `idemkit.outbox.errors`      | counter       | (a batch that failed: the database away)               |
  * | `idemkit.processed_events`   | counter       | `idemkit.result` (processed, duplicate, failed), `idemkit.consumer` |
  */
-import { channelNamed, type ErrorSummary, instrumentsPer, publishTo, quietly, summaryOf } from "@idemkit/core/internal";
+import {
+  channelNamed,
+  type ErrorSummary,
+  instrumentsPer,
+  publishTo,
+  quietly,
+  withErrorSummary,
+} from "@idemkit/core/internal";
 import { type MeterProvider, metrics } from "@opentelemetry/api";
 import type { RelayEvent } from "./relay.js";
 
@@ -68,11 +75,7 @@ export function outboxTelemetryOf(options: OutboxTelemetryOptions | false | unde
         if (event.type === "error") counted?.errors.add(1);
         else counted?.events.add(1, { "idemkit.result": event.type, "idemkit.topic": event.event.topic });
       });
-      publishTo(channels.relay, (): RelayMessage => {
-        if (!("error" in event)) return event;
-        const { error, ...rest } = event;
-        return error === undefined ? rest : { ...rest, error: summaryOf(error) };
-      });
+      publishTo(channels.relay, () => withErrorSummary(event) as RelayMessage);
     },
     /** Records how long a published event waited since it was enqueued. */
     published(topic: string, lagMs: number): void {
@@ -84,10 +87,7 @@ export function outboxTelemetryOf(options: OutboxTelemetryOptions | false | unde
       quietly(() =>
         instruments()?.processed.add(1, { "idemkit.result": delivery.result, "idemkit.consumer": delivery.consumer }),
       );
-      publishTo(
-        channels.processOnce,
-        (): ProcessedMessage => (error === undefined ? delivery : { ...delivery, error: summaryOf(error) }),
-      );
+      publishTo(channels.processOnce, (): ProcessedMessage => withErrorSummary({ ...delivery, error }));
     },
   };
 }

@@ -143,7 +143,7 @@ async function stats(client: RedisClient, { values }: Given): Promise<InspectRep
 await runCommandLine({
   name: "idemkit-redis",
   usage: USAGE,
-  commands: ["show", "list", "stats"],
+  commands: { show, list, stats },
   options: OPTIONS,
   urlVariable: "REDIS_URL",
   check({ command, operands, values }) {
@@ -172,7 +172,6 @@ await runCommandLine({
     });
     return { client: client as unknown as RedisClient, close };
   },
-  run: (client, args) => (args.command === "show" ? show : args.command === "list" ? list : stats)(client, args),
   failure(error) {
     const { code, message } = error as { code?: string; message?: string };
     return code === "ECONNREFUSED" || code === "ENOTFOUND" || /connect|Socket/i.test(message ?? "")

@@ -29,7 +29,15 @@ import {
   type UpDownCounter,
 } from "@opentelemetry/api";
 import { IdempotencyErrorCode, isIdempotencyError } from "../errors.js";
-import { channelNamed, type ErrorSummary, instrumentsPer, publishTo, quietly, summaryOf } from "../observing.js";
+import {
+  channelNamed,
+  type ErrorSummary,
+  instrumentsPer,
+  publishTo,
+  quietly,
+  summaryOf,
+  withErrorSummary,
+} from "../observing.js";
 import { settlingOf } from "./settling.js";
 import type { IdempotencyEvent, IdempotencyMode, IdempotentRequest, RunResult, Settlement } from "./types.js";
 
@@ -190,10 +198,7 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
     event(event: IdempotencyEvent): void {
       // A copy: a subscriber that changes what it got changes nothing of what onEvent gets.
       if (off) return;
-      publishTo(channels.event, (): EventMessage => {
-        const { error, ...decision } = event;
-        return error === undefined ? decision : { ...decision, error: summaryOf(error) };
-      });
+      publishTo(channels.event, (): EventMessage => withErrorSummary(event));
     },
 
     /**
