@@ -4,6 +4,7 @@
  */
 import { spawn } from "node:child_process";
 import { type Agent, request } from "node:http";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { IDEMPOTENT_REPLAYED_HEADER } from "@idemkit/core";
@@ -20,11 +21,15 @@ export interface BenchServer {
 
 /**
  * Starts bench/server.ts against `databaseUrl` and waits for its `LISTENING` line. BENCH_SERVER_ARGS go to its node
- * (`--cpu-prof --cpu-prof-dir=prof` to see where its time goes).
+ * (`--cpu-prof --cpu-prof-dir=prof` to see where its time goes). `checkout`: another built checkout of this
+ * repository, whose bench server (and so whose packages) to start instead of this one's.
  */
-export async function startBenchServer(databaseUrl: string): Promise<BenchServer> {
+export async function startBenchServer(databaseUrl: string, checkout?: string): Promise<BenchServer> {
   const nodeArgs = process.env.BENCH_SERVER_ARGS?.split(" ").filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", SERVER], {
+  const server = checkout ? join(checkout, "apps/web/bench/server.ts") : SERVER;
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", server], {
+    // Where `--import tsx` is resolved from (the checkout's own node_modules): its apps/web, as npm runs this one.
+    cwd: checkout && join(checkout, "apps/web"),
     // As `next start` runs it: development-only checks (such as idemkit's bypass warning) are off.
     env: { ...process.env, DATABASE_URL: databaseUrl, NODE_ENV: "production" },
     stdio: ["ignore", "pipe", "inherit"],
