@@ -94,10 +94,16 @@ export function dispatch<T>(query: PromiseLike<T>): Promise<T> {
   });
 }
 
-/** `text` as Drizzle SQL, each `$n` a placeholder named `n`. */
+/**
+ * `text` as Drizzle SQL, each `$n` a placeholder named `n`. Made as the `sql` tag makes it from a template (a string
+ * between each two placeholders), which Drizzle renders at a third of the cost of `sql.raw` pieces joined: each
+ * statement is rendered again every time it is sent in a transaction.
+ */
 function withPlaceholders(text: string): SQL {
   const parts = text.split(/\$(\d+)/);
-  return sql.join(parts.map((part, index) => (index % 2 === 0 ? sql.raw(part) : sql.placeholder(part))));
+  const strings = parts.filter((_, index) => index % 2 === 0);
+  const placeholders = parts.filter((_, index) => index % 2 === 1).map((name) => sql.placeholder(name));
+  return sql(Object.assign(strings, { raw: strings }), ...placeholders);
 }
 
 /** Builds the expressions: they hold no database, only SQL, so each statement's are built once for every executor. */
