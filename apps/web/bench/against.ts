@@ -14,7 +14,7 @@ const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const BENCH = fileURLToPath(new URL("./bench.ts", import.meta.url));
 const ref = process.argv[2];
 if (!ref) {
-  console.error("usage: npm run bench:against -- <git ref>   (BENCH_ONLY="<scenario>;..." to run only those)");
+  console.error('usage: npm run bench:against -- <git ref>   (BENCH_ONLY="<scenario>;..." to run only those)');
   process.exit(2);
 }
 
