@@ -35,10 +35,19 @@ export interface IdempotencyContext<Tx> {
 /** The context of `request`'s call, in the execution the engine runs it in. */
 export function idempotencyContextOf<Tx>(
   request: IdempotentRequest,
-  { tx, signal }: Execution<unknown>,
+  execution: Execution<unknown>,
 ): IdempotencyContext<Tx> {
   const { key, scope } = request;
-  return { key, scope, tx: tx as Tx, signal, subKey: (name) => downstreamKey(request, name) };
+  return {
+    key,
+    scope,
+    tx: execution.tx as Tx,
+    // Read when the call reads it: atomic mode makes its signal, which never aborts, only then.
+    get signal() {
+      return execution.signal;
+    },
+    subKey: (name) => downstreamKey(request, name),
+  };
 }
 
 /** `scope`, checked: a scope function must name an owner, or no record could be told apart from another's. */

@@ -619,6 +619,31 @@ describe("the engine bounding its waits on the store", () => {
   });
 });
 
+describe("the engine's signal in atomic mode", () => {
+  it("hands the call one signal, read as often as it likes, that never aborts", async () => {
+    const store: IdempotencyStore<string> = {
+      ...(memoryStore() as IdempotencyStore<never>),
+      atomic: {
+        transaction: (work) =>
+          work({
+            tx: "tx",
+            claim: async () => ({ status: "claimed", fence: 1, takeover: false }),
+            complete: async () => {},
+          }),
+      },
+    };
+    const engine = createIdempotencyEngine({ store, ttlMs: 10_000 });
+    const signals: AbortSignal[] = [];
+    await engine.run(request, async (execution) => {
+      signals.push(execution.signal, execution.signal);
+      return { value: "ok", response: { status: 200, body: '"ok"' } };
+    });
+    expect(signals[0]).toBeInstanceOf(AbortSignal);
+    expect(signals[1]).toBe(signals[0]);
+    expect(signals[0]?.aborted).toBe(false);
+  });
+});
+
 describe("the engine reading first when replays are what misses the cache", () => {
   /** An atomic store with `peek` that logs which way each request went. */
   function loggingStore() {

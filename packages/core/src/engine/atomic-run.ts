@@ -169,8 +169,16 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
                 "so none of its writes were kept; retry later.",
             ),
           );
-          // The transaction holds the key until it ends: nothing can take it over, so this signal never aborts.
-          const procedure = execute({ tx: session.tx, signal: new AbortController().signal });
+          // The transaction holds the key until it ends: nothing can take it over, so this signal never aborts. It
+          // is made when the call first reads it (few do), one per call, so that listeners never pile up on one.
+          let signal: AbortSignal | undefined;
+          const procedure = execute({
+            tx: session.tx,
+            get signal() {
+              signal ??= new AbortController().signal;
+              return signal;
+            },
+          });
           const settlement = await deadline.race(
             procedure.catch((error: unknown) => {
               throw new WorkFailed(error);
