@@ -136,11 +136,17 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
     values[index + 1] = value;
   });
   const carrier = executor as unknown as Carrier;
-  const select = (carrier.$primary ?? carrier)
-    .with(...steps, result)
-    .select()
-    .from(result);
-  const query = (select.$withCache?.(false) ?? select).prepare(statement.name).execute(values) as PromiseLike<Row[]>;
+  let query: PromiseLike<Row[]>;
+  try {
+    const select = (carrier.$primary ?? carrier)
+      .with(...steps, result)
+      .select()
+      .from(result);
+    query = (select.$withCache?.(false) ?? select).prepare(statement.name).execute(values) as PromiseLike<Row[]>;
+  } catch (error) {
+    // A statement refused as it is built (its transaction is over) fails as one refused by the database does.
+    return Promise.reject(error);
+  }
   return dispatch(query).catch(explainMissingTables);
 }
 
@@ -149,7 +155,11 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
  * at once, so it travels right behind the statement sent before it.
  */
 export function command(executor: Executor, text: string): Promise<void> {
-  return dispatch(executor.execute(sql.raw(text))).then(() => {});
+  try {
+    return dispatch(executor.execute(sql.raw(text))).then(() => {});
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** The rows of `execute`: postgres.js answers with an array of rows; PGlite and node-postgres with `{ rows }`. */

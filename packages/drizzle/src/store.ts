@@ -172,20 +172,21 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
         return finished.value;
       }
 
-      async function transact(tx: TransactionOf<TDb>) {
+      /** `tx` for the procedure, `own` for the store's statements (see `transaction-fence.ts`). */
+      async function transact(tx: TransactionOf<TDb>, own: Executor) {
         let fence: number | undefined;
         const session: AtomicSession<TransactionOf<TDb>> = {
           tx: tx as TransactionOf<TDb>,
           async claim(request) {
             guard?.name(request.id.path);
-            const claiming = claimWith(tx, request, {
-              afterLateClaim: () => command(tx, SAVEPOINT),
+            const claiming = claimWith(own, request, {
+              afterLateClaim: () => command(own, SAVEPOINT),
             });
             // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
             // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it. A command
             // sent after a statement reaches the driver after it on every tested Drizzle version (the conformance
             // suite's undo test fails otherwise, at each end of the peer range): it is the slower of the two paths.
-            const savepoint = command(tx, SAVEPOINT);
+            const savepoint = command(own, SAVEPOINT);
             let outcome: AtomicClaimResult;
             try {
               outcome = await claiming;
@@ -206,8 +207,8 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
             // Answered before the completion is sent: Drizzle sends a command (`execute`) and a prepared statement
             // by different paths, and on some versions the later-sent one reaches the driver first. A failed undo
             // leaves the transaction aborted, which the completion then reports.
-            if (undoEffects) await command(tx, UNDO).catch(() => {});
-            const done = completeWith(tx, id, fence, response, expiresAt);
+            if (undoEffects) await command(own, UNDO).catch(() => {});
+            const done = completeWith(own, id, fence, response, expiresAt);
             done.catch(() => {});
             completing = { response, expiresAt, done };
           },
@@ -225,10 +226,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
    * to come back for its result, as any duplicate would be.
    */
   async function recordAgain(request: ClaimRequest, response: StoredResponse, expiresAt: number): Promise<void> {
-    const recorded = await transactionOf(db, async (tx) => {
-      const outcome = await claimWith(tx, request, {});
+    const recorded = await transactionOf(db, async (_tx, own) => {
+      const outcome = await claimWith(own, request, {});
       if (outcome.status !== "claimed") return false;
-      if (!(await completeWith(tx, request.id, outcome.fence, response, expiresAt))) throw new Error("lost");
+      if (!(await completeWith(own, request.id, outcome.fence, response, expiresAt))) throw new Error("lost");
       return true;
     }).catch((error: unknown) => {
       if (isLockTimeout(error)) return false;

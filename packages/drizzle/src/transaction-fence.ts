@@ -14,26 +14,37 @@
  * relational builders, savepoints through `tx.transaction`), so that a statement built while open and sent after is
  * refused too. A statement is sent when it is awaited (`then`) or executed: that is where the fence is checked. The
  * driver's own COMMIT or ROLLBACK goes through Drizzle's session, not through the fence.
+ *
+ * idemkit's own statements (the claim, the savepoint, the completion) need no Proxy: each is built and sent in one
+ * step (`run` and `command` in statements.ts), so one check of the fence as it is built holds for its sending too.
+ * They go through `own`, which is `tx` itself behind that check: the Proxy's traps on every builder step cost more
+ * than a statement's own rendering.
  */
+import type { Executor } from "./statements.js";
 
 export interface TransactionFence<TTx extends object> {
   /** What the procedure writes with: `tx`, refusing every statement once closed. */
   readonly tx: TTx;
+  /** What idemkit's own statements run through: `tx` unwrapped, refusing each statement once closed. */
+  readonly own: Executor;
   /** The transaction is over (its callback ended, or the driver gave it up): nothing more goes through. */
   close(): void;
 }
 
+function refusal(): Error {
+  return new Error(
+    "idemkit: this idempotent transaction is over (committed, rolled back or timed out), so this statement " +
+      "would run outside it; nothing more can be written through it.",
+  );
+}
+
 /** Fences `tx`: see the file's comment. */
-export function fenceTransaction<TTx extends object>(tx: TTx): TransactionFence<TTx> {
+export function fenceTransaction<TTx extends Executor>(tx: TTx): TransactionFence<TTx> {
   let open = true;
   const fenced = new WeakMap<object, object>();
-
-  function refusal(): Error {
-    return new Error(
-      "idemkit: this idempotent transaction is over (committed, rolled back or timed out), so this statement " +
-        "would run outside it; nothing more can be written through it.",
-    );
-  }
+  const opened = () => {
+    if (!open) throw refusal();
+  };
 
   /** `value` behind the fence when it is something statements are built or sent through, else as it is. */
   function follow(value: unknown): unknown {
@@ -73,6 +84,16 @@ export function fenceTransaction<TTx extends object>(tx: TTx): TransactionFence<
 
   return {
     tx: follow(tx) as TTx,
+    own: {
+      execute(query) {
+        opened();
+        return tx.execute(query);
+      },
+      with(...steps) {
+        opened();
+        return tx.with(...steps);
+      },
+    },
     close() {
       open = false;
     },

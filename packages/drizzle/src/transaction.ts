@@ -15,7 +15,7 @@
  * transaction, and commit them one by one.
  */
 import { againIfConnectionLost } from "./driver-errors.js";
-import type { AnyPgDatabase } from "./statements.js";
+import type { AnyPgDatabase, Executor } from "./statements.js";
 import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
 
 /** The next turn of the event loop: right after I/O callbacks on Node, else the next task. */
@@ -27,19 +27,19 @@ export type TransactionOf<TDb extends AnyPgDatabase> = Parameters<Parameters<TDb
 
 /**
  * Runs `work` in a transaction of `db`: its statements fenced in (none goes through once the transaction is over,
- * see `transaction-fence.ts`), and the driver never left to write on a connection that died under it. A transaction
+ * see `transaction-fence.ts`; `own` is the same transaction for idemkit's own statements, fenced at less cost), and the driver never left to write on a connection that died under it. A transaction
  * whose connection was lost before `work` began is begun again (see `againIfConnectionLost`): after a restart,
  * postgres.js fails the first statement on each reconnected connection with the error that ended it.
  */
 export function transactionOf<TDb extends AnyPgDatabase, T>(
   db: TDb,
-  work: (tx: TransactionOf<TDb>) => Promise<T>,
+  work: (tx: TransactionOf<TDb>, own: Executor) => Promise<T>,
 ): Promise<T> {
   return againIfConnectionLost(() => {
     let began = false;
-    return attempt(db, (tx) => {
+    return attempt(db, (tx, own) => {
       began = true;
-      return work(tx);
+      return work(tx, own);
     }).catch((error: unknown) => {
       throw began ? new Begun(error) : error;
     });
@@ -53,24 +53,27 @@ class Begun {
   constructor(readonly error: unknown) {}
 }
 
-function attempt<TDb extends AnyPgDatabase, T>(db: TDb, work: (tx: TransactionOf<TDb>) => Promise<T>): Promise<T> {
+function attempt<TDb extends AnyPgDatabase, T>(
+  db: TDb,
+  work: (tx: TransactionOf<TDb>, own: Executor) => Promise<T>,
+): Promise<T> {
   let givenUp = false;
   let fence: TransactionFence<TransactionOf<TDb>> | undefined;
   const transaction = db.transaction(async (tx: TransactionOf<TDb>) => {
-    const own = fenceTransaction(tx);
-    fence = own;
+    const current = fenceTransaction(tx);
+    fence = current;
     let value: T;
     try {
-      value = await work(own.tx);
+      value = await work(current.tx, current.own);
     } catch (error) {
-      own.close();
+      current.close();
       // A statement that failed because the connection closed may be seen here before the driver's own rejection of
       // the transaction: both were set off by the same event, so once the event loop moves on the driver has spoken.
       await new Promise<void>((resolve) => nextTurn(resolve));
       if (givenUp) return givenUpForGood<T>();
       throw error;
     }
-    own.close();
+    current.close();
     return givenUp ? givenUpForGood<T>() : value;
   }) as Promise<T>;
   transaction.catch(() => {

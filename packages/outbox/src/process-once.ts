@@ -68,9 +68,9 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
     throw new TypeError(`processOnce(): lockTimeoutMs must be a number of ms, 1 or more (got ${lockTimeoutMs}).`);
   }
   const { MARK, CHECK } = statementsOf(table);
-  return transactionOf(db, async (tx) => {
+  return transactionOf(db, async (tx, own) => {
     const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;
-    const [mark] = await run(tx, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
+    const [mark] = await run(own, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
       if (!isLockTimeout(cause)) throw cause;
       throw new Error(
         `processOnce(): ${consumer} is still processing ${eventId} in another delivery after ${lockTimeoutMs} ms; ` +
@@ -83,7 +83,7 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
     // A handler that caught a failed statement of its own leaves the transaction aborted, and postgres.js and
     // node-postgres then answer its COMMIT as a rollback without an error: one more statement makes that an error,
     // so the event is not acknowledged as processed while nothing was kept.
-    await run(tx, CHECK, [consumer, eventId]).catch((cause: unknown) => {
+    await run(own, CHECK, [consumer, eventId]).catch((cause: unknown) => {
       throw new Error(
         `processOnce(): ${consumer} could not commit ${eventId}: a statement of its handler failed (and was caught), ` +
           "so nothing was kept. Redeliver the event.",
