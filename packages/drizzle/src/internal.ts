@@ -7,5 +7,5 @@ export { isLockTimeout } from "./driver-errors.js";
 export { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
 export type { Executor, Row, Statement } from "./statements.js";
-export { dispatch, namedFor, purgeInBatches, qualifiedName, rowsOfResult, run } from "./statements.js";
+export { dispatch, namedFor, preparedOnce, purgeInBatches, qualifiedName, rowsOfResult, run } from "./statements.js";
 export { transactionOf } from "./transaction.js";

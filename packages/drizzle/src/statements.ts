@@ -50,7 +50,12 @@ interface Carrier {
 interface CarrierSelect {
   /** Drizzle's query cache, from 0.44 on: never for idemkit's statements, which write and must see every write. */
   $withCache?(config: false): CarrierSelect;
-  prepare(name: string): { execute(values: Record<string, unknown>): unknown };
+  prepare(name: string): Prepared;
+}
+
+/** A statement as Drizzle prepared it on one database or transaction: run again with other values. */
+interface Prepared {
+  execute(values: Record<string, unknown>): PromiseLike<Row[]>;
 }
 
 /**
@@ -124,30 +129,55 @@ function carrierOf(statement: Statement): { steps: unknown[]; result: unknown } 
 }
 
 /**
+ * The statements Drizzle prepared on each database a store or relay runs on (see `preparedOnce`), so that each is
+ * built and rendered once there: Drizzle renders a statement anew every time it is prepared, which costs more
+ * than sending it. A transaction is new each time, so its statements are prepared every time.
+ */
+const preparedOn = new WeakMap<object, Map<Statement, Prepared>>();
+
+/**
+ * Has `run` keep the statements it prepares on `db` (a database, never a transaction), to run them again with
+ * other values, as Drizzle's prepared queries are meant to be.
+ */
+export function preparedOnce(db: Executor): void {
+  if (!preparedOn.has(db)) preparedOn.set(db, new Map());
+}
+
+/**
  * Runs a statement as a named prepared statement: parsed and planned once per connection, then one round trip
  * each time, on the drivers that prepare (drizzle-orm 0.45.4 and later on postgres.js; node-postgres), and one
  * unnamed statement elsewhere. Always on the primary (a database made with `withReplicas` sends a select to a
  * replica, where a write fails and a read may be behind), and never from Drizzle's query cache.
  */
 export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
-  const { steps, result } = carrierOf(statement);
   const values: Record<string, unknown> = {};
   params.forEach((value, index) => {
     values[index + 1] = value;
   });
-  const carrier = executor as unknown as Carrier;
+  const kept = preparedOn.get(executor);
   let query: PromiseLike<Row[]>;
   try {
-    const select = (carrier.$primary ?? carrier)
-      .with(...steps, result)
-      .select()
-      .from(result);
-    query = (select.$withCache?.(false) ?? select).prepare(statement.name).execute(values) as PromiseLike<Row[]>;
+    let prepared = kept?.get(statement);
+    if (!prepared) {
+      prepared = prepare(executor, statement);
+      kept?.set(statement, prepared);
+    }
+    query = prepared.execute(values);
   } catch (error) {
     // A statement refused as it is built (its transaction is over) fails as one refused by the database does.
     return Promise.reject(error);
   }
   return dispatch(query).catch(explainMissingTables);
+}
+
+function prepare(executor: Executor, statement: Statement): Prepared {
+  const { steps, result } = carrierOf(statement);
+  const carrier = executor as unknown as Carrier;
+  const select = (carrier.$primary ?? carrier)
+    .with(...steps, result)
+    .select()
+    .from(result);
+  return (select.$withCache?.(false) ?? select).prepare(statement.name);
 }
 
 /**

@@ -37,7 +37,15 @@ import { bypassGuard } from "./bypass-guard.js";
 import { againIfConnectionLost, isLockTimeout, isProcedureFailure } from "./driver-errors.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
-import { type AnyPgDatabase, command, type Executor, purgeInBatches, qualifiedName, run } from "./statements.js";
+import {
+  type AnyPgDatabase,
+  command,
+  type Executor,
+  preparedOnce,
+  purgeInBatches,
+  qualifiedName,
+  run,
+} from "./statements.js";
 import { type TransactionOf, transactionOf } from "./transaction.js";
 
 export interface DrizzleStoreOptions<TDb extends AnyPgDatabase> {
@@ -86,6 +94,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
 }: DrizzleStoreOptions<TDb>): DrizzleStore<TDb> {
   const statements = statementsFor(qualifiedName(table));
   const guard = bypassGuard(db);
+  preparedOnce(db);
 
   /**
    * Claims `request` through `executor`: the database itself (lease mode), or an atomic transaction (`inTransaction`),

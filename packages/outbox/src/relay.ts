@@ -7,7 +7,7 @@
  */
 
 import type { AnyPgDatabase } from "@idemkit/drizzle";
-import { purgeInBatches, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
+import { preparedOnce, purgeInBatches, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
 import { type OutboxEventsTable, outboxEvents, type PurgeOptions } from "./outbox-schema.js";
 import { type OutboxTelemetryOptions, outboxTelemetryOf } from "./telemetry.js";
@@ -92,6 +92,7 @@ export function createRelay({
   const databaseNow = () => now?.() ?? null;
   const elapsed = now ?? Date.now;
   const statements = outboxStatements(qualifiedName(table));
+  preparedOnce(db);
   const telemetry = outboxTelemetryOf(telemetryOptions);
   const report = (event: RelayEvent) => {
     telemetry.relayEvent(event);
