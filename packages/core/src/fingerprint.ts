@@ -48,6 +48,22 @@ export function fingerprint(value: unknown, options?: FingerprintOptions): strin
 
 /** Like {@link fingerprint}, reading the bytes of every `Blob` and `File` in the input first. */
 export async function fingerprintAsync(value: unknown): Promise<string> {
+  // Most inputs carry no file: written at once, they are never searched for one.
+  let text: string | undefined;
+  try {
+    text = write(value, new Set(), foundBlob);
+  } catch (error) {
+    if (error !== FOUND_BLOB) throw error;
+  }
+  return text === undefined ? fingerprintWithBlobs(value) : sha256Hex(text);
+}
+
+const FOUND_BLOB = Symbol("found a blob");
+const foundBlob: BlobWriter = () => {
+  throw FOUND_BLOB;
+};
+
+async function fingerprintWithBlobs(value: unknown): Promise<string> {
   const digests = new Map<Blob, string>();
   await Promise.all(
     blobsIn(value, new Set()).map(async (blob) => {
@@ -89,7 +105,8 @@ function write(value: unknown, seen: Set<object>, writeBlob: BlobWriter): string
 }
 
 function writeObject(value: object, seen: Set<object>, writeBlob: BlobWriter): string {
-  const leaf = writeLeafObject(value, writeBlob);
+  // Plain objects and arrays, what inputs are mostly made of, are never leaves: they skip the leaves' checks.
+  const leaf = Array.isArray(value) || isPlainObject(value) ? undefined : writeLeafObject(value, writeBlob);
   if (leaf !== undefined) return leaf;
   if (seen.has(value)) throw new TypeError("Cannot fingerprint a value that contains itself.");
   seen.add(value);
