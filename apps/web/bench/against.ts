@@ -2,7 +2,10 @@
  * `npm run bench:against -- <git ref>`: `npm run bench` with this checkout and `<ref>` side by side, in one run (see
  * BENCH_AGAINST in bench.ts). The ref is exported to a folder of its own under the system's temporary directory,
  * given this checkout's node_modules (hard links, when both lockfiles are the same; else `npm ci` there) and built;
- * a second run against the same commit reuses it. BENCH_ONLY and the other variables pass through to bench.ts.
+ * a second run against the same commit reuses it, and the folder stays until removed (its path is printed). The
+ * hard links share their files with this checkout's node_modules: nothing here writes into them, but a tool that
+ * edits a dependency in place (patch-package) would change both. BENCH_ONLY and the other variables pass through
+ * to bench.ts; the other server's BENCH_SERVER_ARGS paths are relative to that folder's apps/web.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -42,6 +45,7 @@ if (!existsSync(built)) {
   writeFileSync(built, `${sha}\n`);
 }
 
+console.log(`${ref} (${sha.slice(0, 12)}) is built in ${checkout}; rm -rf it when done.`);
 const bench = spawnSync(process.execPath, ["--import", "tsx", BENCH], {
   stdio: "inherit",
   env: { ...process.env, BENCH_AGAINST: checkout, BENCH_AGAINST_REF: `${ref} (${sha.slice(0, 12)})` },

@@ -107,7 +107,12 @@ const allScenarios: Scenario[] = [
 /** The scenarios BENCH_ONLY names, with the baselines they are compared with; else all of them. */
 function chosen(only: string | undefined): Scenario[] {
   if (!only) return allScenarios;
-  const names = new Set(only.split(";").map((name) => name.trim()));
+  const names = new Set(
+    only
+      .split(";")
+      .map((name) => name.trim())
+      .filter(Boolean),
+  );
   const unknown = [...names].filter((name) => !allScenarios.some((s) => s.name === name));
   if (unknown.length > 0) throw new Error(`BENCH_ONLY: no scenario named ${unknown.join(", ")}`);
   // A baseline has its own baseline, named before it.
@@ -191,9 +196,10 @@ for (const target of targets) {
 const rowName = (scenario: Scenario, target: Target) => `${scenario.name}${target.label}`;
 const totals = new Map<string, Measure>();
 for (let round = 1; round <= ROUNDS; round++) {
-  for (const scenario of scenarios) {
-    // Which checkout goes first alternates, so that neither always follows the same scenario.
-    const order = round % 2 === 1 ? targets : [...targets].reverse();
+  for (const [index, scenario] of scenarios.entries()) {
+    // Which checkout goes first alternates by round and by scenario, so that over any number of rounds each goes
+    // first about as often, and neither always follows the same scenario.
+    const order = (round + index) % 2 === 1 ? targets : [...targets].reverse();
     for (const target of order) {
       const measure = await drive(target, scenario, SECONDS);
       const total = totals.get(rowName(scenario, target)) ?? {

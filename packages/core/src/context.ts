@@ -23,7 +23,7 @@ export interface IdempotencyContext<Tx> {
    * past `maxHoldMs`), so its result can no longer be stored, or when it ran past `procedureTimeoutMs` and its
    * client was answered: stop what is still to do. Atomic mode: never aborts.
    */
-  signal: AbortSignal;
+  readonly signal: AbortSignal;
   /**
    * A stable key for a downstream call (a payment provider, another service), derived from this call's scope,
    * path and key: every retry of this call derives the same one, so the downstream call is idempotent too. `name`

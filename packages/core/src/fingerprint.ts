@@ -105,8 +105,10 @@ function write(value: unknown, seen: Set<object>, writeBlob: BlobWriter): string
 }
 
 function writeObject(value: object, seen: Set<object>, writeBlob: BlobWriter): string {
-  // Plain objects and arrays, what inputs are mostly made of, are never leaves: they skip the leaves' checks.
-  const leaf = Array.isArray(value) || isPlainObject(value) ? undefined : writeLeafObject(value, writeBlob);
+  // Plain objects and arrays, what inputs are mostly made of, are never leaves: they skip the leaves' checks (but
+  // binary data stays binary whatever its prototype says).
+  const container = Array.isArray(value) || (isPlainObject(value) && !ArrayBuffer.isView(value));
+  const leaf = container ? undefined : writeLeafObject(value, writeBlob);
   if (leaf !== undefined) return leaf;
   if (seen.has(value)) throw new TypeError("Cannot fingerprint a value that contains itself.");
   seen.add(value);

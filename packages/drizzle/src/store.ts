@@ -52,6 +52,8 @@ export interface DrizzleStoreOptions<TDb extends AnyPgDatabase> {
   /**
    * The Drizzle database (postgres.js, PGlite, node-postgres). It must have the records' table (`table`):
    * migrate it from `idempotencyKeys` in your schema with drizzle-kit, or apply this repository's `drizzle/`.
+   * One database for the store's life: its statements are prepared on it once and run again, so a `db` that
+   * picks a database per call (a tenant's, through a Proxy) needs a store per database.
    */
   db: TDb;
   /**

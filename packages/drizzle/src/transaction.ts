@@ -27,7 +27,8 @@ export type TransactionOf<TDb extends AnyPgDatabase> = Parameters<Parameters<TDb
 
 /**
  * Runs `work` in a transaction of `db`: its statements fenced in (none goes through once the transaction is over,
- * see `transaction-fence.ts`; `own` is the same transaction for idemkit's own statements, fenced at less cost), and the driver never left to write on a connection that died under it. A transaction
+ * see `transaction-fence.ts`; `own` is the same transaction for idemkit's own statements, fenced at less cost),
+ * and the driver never left to write on a connection that died under it. A transaction
  * whose connection was lost before `work` began is begun again (see `againIfConnectionLost`): after a restart,
  * postgres.js fails the first statement on each reconnected connection with the error that ended it.
  */

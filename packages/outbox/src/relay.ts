@@ -22,7 +22,7 @@ export type RelayEvent =
   | { type: "error"; error: unknown };
 
 export interface RelayOptions {
-  /** The database whose outbox to publish. */
+  /** The database whose outbox to publish: one for the relay's life, as its statements are prepared on it once. */
   db: AnyPgDatabase;
   /**
    * Publishes one event. A throw (or a rejection) fails this attempt: it is retried after a backoff. `signal`
