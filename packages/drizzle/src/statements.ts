@@ -94,9 +94,23 @@ export function namedFor<T extends Record<string, Statement>>(statements: T, tab
  * in the order they were written even when the caller does not wait for one before sending the next.
  */
 export function dispatch<T>(query: PromiseLike<T>): Promise<T> {
+  // A promise is under way already (a prepared query's `execute` answers one): no second one around it.
+  if (query instanceof Promise) return query;
   return new Promise((resolve, reject) => {
     query.then(resolve, reject);
   });
+}
+
+/**
+ * Builds a query and sends it now (see `dispatch`). A query refused as it is built (its transaction is over) fails
+ * as one refused by the database does: a rejected promise, never a throw.
+ */
+function sent<T>(build: () => PromiseLike<T>): Promise<T> {
+  try {
+    return dispatch(build());
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /**
@@ -157,20 +171,14 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
     values[index + 1] = value;
   });
   const kept = preparedOn.get(executor);
-  let query: PromiseLike<Row[]>;
-  try {
+  return sent(() => {
     let prepared = kept?.get(statement);
     if (!prepared) {
       prepared = prepare(executor, statement);
       kept?.set(statement, prepared);
     }
-    query = prepared.execute(values);
-  } catch (error) {
-    // A statement refused as it is built (its transaction is over) fails as one refused by the database does.
-    return Promise.reject(error);
-  }
-  // A prepared query's `execute` answers a promise already under way on the drivers tested; anything else is sent.
-  return (query instanceof Promise ? query : dispatch(query)).catch(explainMissingTables);
+    return prepared.execute(values);
+  }).catch(explainMissingTables);
 }
 
 function prepare(executor: Executor, statement: Statement): Prepared {
@@ -188,11 +196,7 @@ function prepare(executor: Executor, statement: Statement): Prepared {
  * at once, so it travels right behind the statement sent before it.
  */
 export function command(executor: Executor, text: string): Promise<void> {
-  try {
-    return dispatch(executor.execute(sql.raw(text))).then(() => {});
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  return sent(() => executor.execute(sql.raw(text))).then(() => {});
 }
 
 /** The rows of `execute`: postgres.js answers with an array of rows; PGlite and node-postgres with `{ rows }`. */
