@@ -6,6 +6,8 @@
  *   hand-written atomic  the same writes made exactly-once by hand, the least a correct design does (the claim an
  *                     insert on conflict do nothing in the same transaction, the answer an update before commit):
  *                     the floor idemkit's first execution is measured against
+ *   hand-written, idemkit's statements  the same by hand with the statements idemkit sends (its claim, savepoint
+ *                     and completion) and none of its engine: what its SQL costs, apart from its code
  *   first execution   the same writes protected by idemkit (atomic mode), a fresh key per request
  *   first execution + outbox  the demo's checkout.placeOrder: those writes and its confirmation in the outbox
  *   replay (cache)    duplicates of completed requests, answered from the in-process replay cache
@@ -60,6 +62,12 @@ const replayKey = (n: number) => replayKeys[n % REPLAY_KEYS];
 const allScenarios: Scenario[] = [
   { name: "unprotected", path: "bench.placeOrderUnprotected", key: () => undefined },
   { name: "hand-written atomic", path: "bench.placeOrderHandWritten", key: () => globalThis.crypto.randomUUID() },
+  {
+    name: "hand-written, idemkit's statements",
+    path: "bench.placeOrderIdemkitSql",
+    key: () => globalThis.crypto.randomUUID(),
+    baseline: "hand-written atomic",
+  },
   {
     name: "first execution",
     path: "bench.placeOrderAtomic",

@@ -16,9 +16,12 @@
  *                                checkout.placeOrder also enqueues its confirmation in the outbox)
  *   bench.placeOrderHandWritten  the floor of exactly-once: placeOrderUnprotected's writes made idempotent by hand,
  *                                the least a correct design does (see handWrittenOrder)
+ *   bench.placeOrderIdemkitSql   the same by hand, with idemkit's own statements instead (see idemkitSqlOrder): what
+ *                                its statements cost without its engine
  */
 import { createHash } from "node:crypto";
 import { drizzleStore, idempotencyKeys } from "@idemkit/drizzle";
+import { command, run, SAVEPOINT, statementsFor } from "@idemkit/drizzle/internal";
 import { redisStore } from "@idemkit/redis";
 import { serveFetch } from "@idemkit/testkit";
 import { idempotency } from "@idemkit/trpc";
@@ -98,6 +101,35 @@ function handWrittenOrder(userId: string, key: string | null, items: OrderItem[]
 }
 const DAY_MS = 24 * 60 * 60 * 1_000;
 
+const idemkitStatements = statementsFor('"idempotency_keys"');
+/**
+ * handWrittenOrder with the statements idemkit's atomic mode sends, as it sends them, and none of its engine (no
+ * deadlines, telemetry, replay cache or fence): the claim that takes the key's advisory lock and bounds its wait on
+ * the row, the savepoint that lets an error answer be kept while its writes are undone, and the completion. Between
+ * this and handWrittenOrder is what those guarantees cost in SQL; between this and placeOrderAtomic, the engine.
+ */
+function idemkitSqlOrder(userId: string, key: string | null, items: OrderItem[]) {
+  if (!key) throw new TRPCError({ code: "BAD_REQUEST", message: "Idempotency-Key is required." });
+  const fingerprint = createHash("sha256").update(JSON.stringify(items)).digest("hex");
+  const id = [userId, "bench.placeOrderIdemkitSql", key];
+  return db.transaction(async (tx) => {
+    const expiresAt = Date.now() + DAY_MS;
+    const claiming = run(tx, idemkitStatements.CLAIM, [...id, fingerprint, expiresAt, expiresAt, "5000ms", true]);
+    const savepoint = command(tx, SAVEPOINT);
+    const [claimed] = await claiming;
+    await savepoint;
+    if (claimed?.claimed_fence == null) {
+      if (claimed?.free === false) throw new TRPCError({ code: "CONFLICT", message: "In progress." });
+      if (claimed?.fingerprint !== fingerprint) throw new TRPCError({ code: "UNPROCESSABLE_CONTENT" });
+      return JSON.parse(String(claimed.response_body)) as Awaited<ReturnType<typeof writeOrder>>;
+    }
+    const order = await writeOrder(tx, userId, items, `${key}:payment`);
+    const completion = [...id, expiresAt, 200, JSON.stringify(order), claimed.claimed_fence];
+    if ((await run(tx, idemkitStatements.COMPLETE, completion)).length !== 1) throw new Error("The record vanished.");
+    return order;
+  });
+}
+
 const router = t.mergeRouters(
   app,
   t.router({
@@ -126,6 +158,11 @@ const router = t.mergeRouters(
         .input(placeOrderInput)
         .mutation(({ ctx, input }) =>
           handWrittenOrder(ctx.userId ?? "bench", ctx.req.headers.get("idempotency-key"), input.items),
+        ),
+      placeOrderIdemkitSql: t.procedure
+        .input(placeOrderInput)
+        .mutation(({ ctx, input }) =>
+          idemkitSqlOrder(ctx.userId ?? "bench", ctx.req.headers.get("idempotency-key"), input.items),
         ),
       slowOrder: idempotent
         .input(placeOrderInput.extend({ holdMs: z.number().int().min(0).max(10_000) }))

@@ -1,11 +1,22 @@
 /**
  * What idemkit's own packages built on this one share (`@idemkit/outbox`): how a fixed statement is run, named and
- * purged, how a transaction is begun safely, and how drivers' errors are read. Apps should not import it: names and
- * signatures here may change in any release.
+ * purged, how a transaction is begun safely, and how drivers' errors are read; and the store's own statements, which
+ * the benchmark runs by hand to tell their cost from the engine's. Apps should not import it: names and signatures
+ * here may change in any release.
  */
 export { isLockTimeout } from "./driver-errors.js";
 export { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
+export { SAVEPOINT, statementsFor } from "./record-statements.js";
 export type { Executor, Row, Statement } from "./statements.js";
-export { dispatch, namedFor, preparedOnce, purgeInBatches, qualifiedName, rowsOfResult, run } from "./statements.js";
+export {
+  command,
+  dispatch,
+  namedFor,
+  preparedOnce,
+  purgeInBatches,
+  qualifiedName,
+  rowsOfResult,
+  run,
+} from "./statements.js";
 export { transactionOf } from "./transaction.js";
