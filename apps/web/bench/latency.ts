@@ -6,6 +6,8 @@
  *
  *   unprotected            the order's writes in a plain transaction
  *   hand-written atomic    the same writes made exactly-once by hand (bench/server.ts handWrittenOrder): the floor
+ *   hand-written, idemkit's statements  the same by hand with idemkit's claim, savepoint and completion, and none of
+ *                          its engine (idemkitSqlOrder): what its statements' round trips are apart from its code
  *   atomic, first          idemkit's atomic mode on the same writes, a fresh key per request
  *   lease, first           idemkit's lease mode with drizzleStore, a fresh key per request
  *   no-op, unprotected     a procedure that does nothing
@@ -38,6 +40,12 @@ const fresh = () => globalThis.crypto.randomUUID();
 const scenarios: Scenario[] = [
   { name: "unprotected", path: "bench.placeOrderUnprotected", key: () => undefined, baseline: "unprotected" },
   { name: "hand-written atomic", path: "bench.placeOrderHandWritten", key: fresh, baseline: "unprotected" },
+  {
+    name: "hand-written, idemkit's statements",
+    path: "bench.placeOrderIdemkitSql",
+    key: fresh,
+    baseline: "unprotected",
+  },
   { name: "atomic, first", path: "bench.placeOrderAtomic", key: fresh, baseline: "unprotected" },
   { name: "lease, first", path: "bench.leaseOrderPostgres", key: fresh, baseline: "unprotected" },
   { name: "no-op, unprotected", path: "bench.noopUnprotected", key: () => undefined, baseline: "no-op, unprotected" },
