@@ -73,15 +73,23 @@ export async function reloadWhileInFlight(
   filter: MutationFilter = {},
 ): Promise<void> {
   const onItsWay = signal();
+  const reloaded = signal();
   await routeMutations(page, filter, 1, "reloadWhileInFlight", async (route) => {
     const answer = route.fetch().catch(() => undefined);
     onItsWay.fire();
     await answer;
+    // Only once the page it was sent from is gone: a reset the old page still saw would be retried by its client
+    // before the reload took it away, and the answer would not be lost after all.
+    await reloaded.fired;
     await route.abort("connectionreset").catch(() => {});
   });
   await act();
   await sentWithin(onItsWay, filter, "reloadWhileInFlight");
-  await page.reload();
+  try {
+    await page.reload();
+  } finally {
+    reloaded.fire();
+  }
 }
 
 /**
