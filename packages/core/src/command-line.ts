@@ -1,10 +1,12 @@
 /// <reference types="node" />
 /**
- * What every inspecting command of idemkit's does, whichever server it reads (`idemkit` and `idemkit-outbox` on
- * PostgreSQL, `idemkit-redis` on Redis): read its subcommand and options, connect to the server its environment
- * names (with a driver the app installed, loaded only once a server is needed), run, and print one JSON document
- * (`--json`) or lines for people. Exit codes a script can use: 0 done, 1 the server failed (said as what to do
- * about it), 2 a usage error, 3 nothing found. Node.js only: a separate entry, so no bundle for the browser sees it.
+ * What every command of idemkit's does, whichever server it reads or purges (`idemkit`, `idemkit-outbox`,
+ * `idemkit-purge` and `idemkit-outbox-purge` on PostgreSQL, `idemkit-redis` on Redis): read its subcommand and
+ * options, connect to the server its environment names (with a driver the app installed, loaded only once a server
+ * is needed), run, and print one JSON document (`--json`) or lines for people. The exit codes, here and nowhere
+ * else, so that a script reads every command alike: 0 done; 1 the server failed, said on one line as what to do
+ * about it (never a stack); 2 a usage error, said on one line followed by the usage; 3 nothing found. Node.js only:
+ * a separate entry, so no bundle for the browser sees it.
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
 
@@ -22,18 +24,28 @@ const COMMON = { json: { type: "boolean" }, help: { type: "boolean", short: "h" 
 
 /** A command's arguments: its subcommand, what follows it, and the options as parsed. */
 export interface CommandArgs<TOptions extends CommandOptions> {
+  /** The subcommand given; empty for a command that has none. */
   command: string;
   operands: string[];
   values: ReturnType<typeof parseArgs<{ options: TOptions & typeof COMMON; allowPositionals: true }>>["values"];
 }
+
+/** What runs a command, or one of its subcommands, once its client is connected. */
+export type CommandRun<TOptions extends CommandOptions, TClient> = (
+  client: TClient,
+  args: CommandArgs<TOptions>,
+) => Promise<InspectReport>;
 
 export interface CommandLine<TOptions extends CommandOptions, TClient> {
   /** The command's name, as its messages begin. */
   name: string;
   /** What `--help` prints, and a usage error. */
   usage: string;
-  /** Its subcommands, each by name with what runs it. */
-  commands: Record<string, (client: TClient, args: CommandArgs<TOptions>) => Promise<InspectReport>>;
+  /**
+   * Its subcommands, each by name with what runs it; or, for a command without subcommands (a purge), what runs
+   * it, and then an operand is a usage error.
+   */
+  commands: Record<string, CommandRun<TOptions, TClient>> | CommandRun<TOptions, TClient>;
   /** Its options besides `--json` and `--help`. */
   options: TOptions;
   /** The environment variable with the server's URL (`DATABASE_URL`, `REDIS_URL`). */
@@ -53,8 +65,8 @@ export interface CommandLine<TOptions extends CommandOptions, TClient> {
 export async function runCommandLine<TOptions extends CommandOptions, TClient>(
   spec: CommandLine<TOptions, TClient>,
 ): Promise<void> {
-  const usageError = (message?: string): never => {
-    if (message) console.error(`${spec.name}: ${message}`);
+  const usageError = (message: string): never => {
+    console.error(`${spec.name}: ${oneLine(message)}`);
     console.error(spec.usage);
     process.exit(2);
   };
@@ -62,17 +74,18 @@ export async function runCommandLine<TOptions extends CommandOptions, TClient>(
   try {
     parsed = parseArgs({ allowPositionals: true, options: { ...spec.options, ...COMMON } });
   } catch (error) {
-    return usageError((error as Error).message);
+    // Node's own message goes on to explain `--` for positionals that start with a dash: its first sentence is
+    // what the operator got wrong.
+    return usageError((error as Error).message.split(". ")[0] ?? String(error));
   }
   const { values, positionals } = parsed;
   if (values.help) {
     console.log(spec.usage);
     process.exit(0);
   }
-  const [command, ...operands] = positionals;
-  const subcommand = command && Object.hasOwn(spec.commands, command) ? spec.commands[command] : undefined;
-  if (!command || !subcommand) return usageError(command && `unknown command "${command}"`);
-  const args = { command, operands, values } as CommandArgs<TOptions>;
+  const chosen = chosenCommand(spec.commands, positionals);
+  if (typeof chosen === "string") return usageError(chosen);
+  const args = { command: chosen.command, operands: chosen.operands, values } as CommandArgs<TOptions>;
   const wrong = spec.check?.(args);
   if (wrong) return usageError(wrong);
   const url = process.env[spec.urlVariable];
@@ -82,11 +95,11 @@ export async function runCommandLine<TOptions extends CommandOptions, TClient>(
   let connection: Awaited<ReturnType<typeof spec.connect>> | undefined;
   try {
     connection = await spec.connect(url, args);
-    const report = await subcommand(connection.client, args);
+    const report = await chosen.run(connection.client, args);
     console.log(values.json ? JSON.stringify(report.document, null, 2) : report.lines.join("\n"));
     if (!report.found) exitCode = 3;
   } catch (error) {
-    console.error(`${spec.name}: ${spec.failure(error, args)}`);
+    console.error(`${spec.name}: ${oneLine(spec.failure(error, args))}`);
     exitCode = 1;
   } finally {
     await connection?.close().catch(() => {});
@@ -94,10 +107,38 @@ export async function runCommandLine<TOptions extends CommandOptions, TClient>(
   process.exitCode = exitCode;
 }
 
-/** Said when the driver a command connects with is not installed: a usage error, the fix named. */
+/** The subcommand `positionals` name, with what runs it and the operands after it; or what is wrong with them. */
+function chosenCommand<TRun>(
+  commands: Record<string, TRun> | TRun,
+  positionals: string[],
+): { command: string; operands: string[]; run: TRun } | string {
+  if (typeof commands === "function") {
+    return positionals.length === 0
+      ? { command: "", operands: [], run: commands }
+      : `unexpected argument "${positionals[0]}"`;
+  }
+  const byName = commands as Record<string, TRun>;
+  const [command, ...operands] = positionals;
+  if (!command) return `a command is needed: ${Object.keys(byName).join(", ")}`;
+  const run = Object.hasOwn(byName, command) ? byName[command] : undefined;
+  return run ? { command, operands, run } : `unknown command "${command}"`;
+}
+
+/** A message on one line, whatever a driver put in it: a script reads one line per failure. */
+function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, " ");
+}
+
+/** What is wrong with a count option (`--limit`, `--batch-size`): undefined when it is a whole number, 1 or more. */
+export function wrongCount(option: string, value: unknown): string | undefined {
+  const count = Number(value);
+  return Number.isInteger(count) && count >= 1 ? undefined : `--${option} must be a whole number, 1 or more`;
+}
+
+/** Said when the driver a command connects with is not installed: a usage error, the fix named, on one line. */
 export function missingDriver(name: string, driver: string, cause: unknown): never {
   console.error(
-    `${name} connects with ${driver}, which is not installed here: run \`npm install ${driver}\`.\n(${cause})`,
+    oneLine(`${name} connects with ${driver}, which is not installed here: run \`npm install ${driver}\` (${cause})`),
   );
   process.exit(2);
 }

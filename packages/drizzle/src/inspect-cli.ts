@@ -10,10 +10,10 @@
  * codes a script can use: 0 done, 1 the database failed (unreachable, or the table missing: said as such), 2 a usage
  * error, 3 `show` found nothing. Purging is `idemkit-purge`.
  */
-import { recordLines } from "@idemkit/core/command-line";
+import { recordLines, wrongCount } from "@idemkit/core/command-line";
 import { isSealedBody } from "@idemkit/core/internal";
 import { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
-import { ageMs } from "./purge-command.js";
+import { ageMs, wrongAge } from "./purge-command.js";
 
 const USAGE = `usage: DATABASE_URL=postgres://… idemkit <command> [options]
 
@@ -45,10 +45,10 @@ const RECORD_COLUMNS = `scope, path, key, state, fence, fingerprint, response_st
   extract(epoch from lease_expires_at - now())::float8 as lease_left_s,
   extract(epoch from expires_at - now())::float8 as expires_in_s`;
 
-async function show(client: SqlClient, { operands, values, table }: Given): Promise<InspectReport> {
+async function show(client: SqlClient, { operands, values, tables }: Given): Promise<InspectReport> {
   const key = String(operands[0]);
   const rows = await client.unsafe(
-    `select ${RECORD_COLUMNS}${values.body ? ", response_body as body" : ""} from ${table.sql}
+    `select ${RECORD_COLUMNS}${values.body ? ", response_body as body" : ""} from ${tables.table.sql}
      where key = $1 and ($2::text is null or path = $2) and ($3::text is null or scope = $3)
      order by created_at`,
     [key, values.path ?? null, values.scope ?? null],
@@ -64,9 +64,9 @@ async function show(client: SqlClient, { operands, values, table }: Given): Prom
   };
 }
 
-async function list(client: SqlClient, { values, table }: Given): Promise<InspectReport> {
+async function list(client: SqlClient, { values, tables }: Given): Promise<InspectReport> {
   const rows = await client.unsafe(
-    `select ${RECORD_COLUMNS} from ${table.sql}
+    `select ${RECORD_COLUMNS} from ${tables.table.sql}
      where state = 'in_progress' and (not $1::boolean or lease_expires_at <= now())
      order by created_at limit $2::int`,
     [values.stuck ?? false, Number(values.limit)],
@@ -86,7 +86,7 @@ async function list(client: SqlClient, { values, table }: Given): Promise<Inspec
   };
 }
 
-async function stats(client: SqlClient, { values, table }: Given): Promise<InspectReport> {
+async function stats(client: SqlClient, { values, tables }: Given): Promise<InspectReport> {
   const rows = await client.unsafe(
     `select path,
        count(*) filter (where state = 'completed' and response_status < 400)::int as succeeded,
@@ -94,7 +94,7 @@ async function stats(client: SqlClient, { values, table }: Given): Promise<Inspe
        count(*) filter (where state = 'completed' and response_status >= 500)::int as failed_5xx,
        count(*) filter (where state = 'in_progress' and lease_expires_at > now())::int as running,
        count(*) filter (where state = 'in_progress' and lease_expires_at <= now())::int as stuck
-     from ${table.sql} where created_at >= now() - $1::float8 * interval '1 millisecond'
+     from ${tables.table.sql} where created_at >= now() - $1::float8 * interval '1 millisecond'
      group by path order by path`,
     [ageMs(String(values.since))],
   );
@@ -143,13 +143,9 @@ await runInspectCommand({
   usage: USAGE,
   commands: { show, list, stats },
   options: OPTIONS,
-  table: "idempotency_keys",
+  tables: { table: "idempotency_keys" },
   check({ command, operands, values }) {
     if (command === "show" && operands.length !== 1) return "show takes one key";
-    const limit = Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1) return "--limit must be a whole number, 1 or more";
-    if (Number.isNaN(ageMs(String(values.since))))
-      return `--since "${values.since}" is not an age such as 30m, 1h or 7d`;
-    return undefined;
+    return wrongCount("limit", values.limit) ?? wrongAge("since", String(values.since));
   },
 });

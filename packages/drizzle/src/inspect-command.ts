@@ -1,7 +1,8 @@
 /**
- * An inspecting command on PostgreSQL, whichever table it reads (`idemkit`, `idemkit-outbox`): core's command line
- * (arguments, `--json`, exit codes) with `--table`, DATABASE_URL and postgres.js, and the database's failures said
- * as what to do (unreachable, or the table missing: exit 1).
+ * A command on PostgreSQL, whichever tables it reads or purges (`idemkit`, `idemkit-outbox`, `idemkit-purge`,
+ * `idemkit-outbox-purge`): core's command line (arguments, `--json`, exit codes) with an option per table
+ * (`--table`), DATABASE_URL and postgres.js, and the database's failures said as what to do (unreachable, or a table
+ * missing: exit 1, on one line).
  */
 import {
   type CommandArgs,
@@ -10,6 +11,8 @@ import {
   missingDriver,
   runCommandLine,
 } from "@idemkit/core/command-line";
+import { type PgSchema, pgSchema } from "drizzle-orm/pg-core";
+import { databaseMessageOf, sqlStateOf } from "./driver-errors.js";
 
 /** What a command reads with: postgres.js's `unsafe`, typed here so that this file needs none of its types. */
 export interface SqlClient {
@@ -19,60 +22,79 @@ export interface SqlClient {
 export type { InspectReport };
 
 type Options = CommandOptions;
-const TABLE_OPTION = { table: { type: "string" } } as const;
 
-export interface InspectCommand<TOptions extends Options> {
+/** A table as its option names it. */
+export interface TableName {
+  /** As given: `name`, or `schema.name`. */
+  name: string;
+  /** Quoted for SQL. */
+  sql: string;
+  /** The Drizzle table `make` (`idempotencyKeysTable`, `outboxEventsTable`) builds under this name. */
+  of<TTable>(make: (name: string, schema?: PgSchema) => TTable): TTable;
+}
+
+/** What runs a command, or one of its subcommands, on a postgres.js client. */
+export type SqlRun<TOptions extends Options, TTable extends string> = (
+  client: SqlClient,
+  args: Args<TOptions, TTable>,
+) => Promise<InspectReport>;
+
+export interface InspectCommand<TOptions extends Options, TTable extends string> {
   /** The command's name, as its messages begin. */
   name: string;
   /** What `--help` prints, and a usage error. */
   usage: string;
-  /** Its subcommands, each by name with what runs it on a postgres.js client and the table's quoted name. */
-  commands: Record<string, (client: SqlClient, args: Args<TOptions>) => Promise<InspectReport>>;
-  /** Its options besides `--json`, `--table` and `--help`. */
+  /** Its subcommands, each by name with what runs it; or, for a command without subcommands, what runs it. */
+  commands: Record<string, SqlRun<TOptions, TTable>> | SqlRun<TOptions, TTable>;
+  /** Its options besides `--json`, `--help` and its tables'. */
   options: TOptions;
-  /** The table it reads by default, which `--table` replaces. */
-  table: string;
+  /** The tables it reads or writes, each by its option (`table` for `--table`) with the name it has by default. */
+  tables: Record<TTable, string>;
   /** Checks the arguments; returns what is wrong with them, if anything. */
-  check?(args: Args<TOptions>): string | undefined;
+  check?(args: Args<TOptions, TTable>): string | undefined;
 }
 
-export interface Args<TOptions extends Options> extends CommandArgs<TOptions & typeof TABLE_OPTION> {
-  /** The table's name as given, and quoted for SQL. */
-  table: { name: string; sql: string };
+export interface Args<TOptions extends Options, TTable extends string = "table"> extends CommandArgs<TOptions> {
+  /** Each table, by its option, as the command line names it. */
+  tables: Record<TTable, TableName>;
 }
 
+/** A table's name, in a schema or not: what is quoted into SQL, so nothing else gets through. */
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 
 /**
- * Runs `spec` with the process's arguments and environment, on PostgreSQL: `--table` and DATABASE_URL, through
- * postgres.js (an optional peer, loaded only once a database is needed).
+ * Runs `spec` with the process's arguments and environment, on PostgreSQL: its tables' options and DATABASE_URL,
+ * through postgres.js (an optional peer, loaded only once a database is needed).
  */
-export async function runInspectCommand<TOptions extends Options>(spec: InspectCommand<TOptions>): Promise<void> {
-  const tableOf = (args: CommandArgs<TOptions & typeof TABLE_OPTION>) =>
-    String((args.values as Record<string, unknown>).table);
-  const withTable = (args: CommandArgs<TOptions & typeof TABLE_OPTION>): Args<TOptions> => {
-    const name = tableOf(args);
-    const sql = name
-      .split(".")
-      .map((part) => `"${part}"`)
-      .join(".");
-    return { ...args, table: { name, sql } };
+export async function runInspectCommand<TOptions extends Options, TTable extends string = "table">(
+  spec: InspectCommand<TOptions, TTable>,
+): Promise<void> {
+  const tableOptions = Object.keys(spec.tables) as TTable[];
+  const givenTables = (args: CommandArgs<Options>) =>
+    tableOptions.map((option) => [option, String((args.values as Record<string, unknown>)[option])] as const);
+  const withTables = (args: CommandArgs<Options>): Args<TOptions, TTable> => {
+    const tables = Object.fromEntries(givenTables(args).map(([option, name]) => [option, tableNamed(name)]));
+    return { ...(args as CommandArgs<TOptions>), tables: tables as Record<TTable, TableName> };
   };
-  await runCommandLine({
+  const ran = (run: SqlRun<TOptions, TTable>) => (client: SqlClient, args: CommandArgs<Options>) =>
+    run(client, withTables(args));
+  await runCommandLine<Options, SqlClient>({
     name: spec.name,
     usage: spec.usage,
-    commands: Object.fromEntries(
-      Object.entries(spec.commands).map(([name, subcommand]) => [
-        name,
-        (client: SqlClient, args: CommandArgs<TOptions & typeof TABLE_OPTION>) => subcommand(client, withTable(args)),
-      ]),
-    ),
-    options: { ...spec.options, table: { type: "string", default: spec.table } } as TOptions & typeof TABLE_OPTION,
+    commands:
+      typeof spec.commands === "function"
+        ? ran(spec.commands)
+        : Object.fromEntries(Object.entries(spec.commands).map(([name, run]) => [name, ran(run)])),
+    options: {
+      ...spec.options,
+      ...Object.fromEntries(tableOptions.map((option) => [option, { type: "string", default: spec.tables[option] }])),
+    },
     urlVariable: "DATABASE_URL",
     check(args) {
-      const table = tableOf(args);
-      if (!TABLE_NAME.test(table)) return `--table "${table}" is not a table name`;
-      return spec.check?.(withTable(args));
+      for (const [option, name] of givenTables(args)) {
+        if (!TABLE_NAME.test(name)) return `--${option} "${name}" is not a table name`;
+      }
+      return spec.check?.(withTables(args));
     },
     async connect(url) {
       const { default: connect } = await import("postgres").catch((cause: unknown) =>
@@ -81,17 +103,52 @@ export async function runInspectCommand<TOptions extends Options>(spec: InspectC
       const client = connect(url, { max: 1, connect_timeout: 10, onnotice: () => {} });
       return { client: client as unknown as SqlClient, close: () => client.end({ timeout: 1 }) };
     },
-    failure: (error, args) => described(error, tableOf(args)),
+    failure: (error) => described(error, tableOptions),
   });
 }
 
-/** A database failure, said as what the operator should do about it. */
-function described(error: unknown, table: string): string {
-  const { code, message } = error as { code?: string; message?: string };
-  if (code === "42P01") {
-    return `the table ${table} does not exist in this database: run idemkit's migration, or name the table with --table`;
+/** `name`, already checked against TABLE_NAME, as a command's subcommands use it. */
+function tableNamed(name: string): TableName {
+  const parts = name.split(".");
+  return {
+    name,
+    sql: parts.map((part) => `"${part}"`).join("."),
+    of(make) {
+      const [schema, table] = parts.length === 2 ? parts : [undefined, name];
+      return make(String(table), schema === undefined ? undefined : pgSchema(schema));
+    },
+  };
+}
+
+/** What drivers call a database they could not reach or were let into: said as such, not as a failed query. */
+const UNREACHABLE = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+  "CONNECT_TIMEOUT",
+  "28000",
+  "28P01",
+  "3D000",
+]);
+
+/**
+ * A database failure, said as what the operator should do about it. Drizzle wraps a driver's error in one whose
+ * message holds the whole query, so each is read from the cause that says it.
+ */
+function described(error: unknown, tableOptions: string[]): string {
+  if (sqlStateOf(error) === "42P01") {
+    const options = tableOptions.map((option) => `--${option}`).join(" or ");
+    return `${databaseMessageOf(error)} in this database: run idemkit's migration, or name the table with ${options}`;
   }
-  const unreachable = ["ECONNREFUSED", "ENOTFOUND", "CONNECT_TIMEOUT", "28P01", "3D000"];
-  if (code && unreachable.includes(code)) return `cannot reach the database at DATABASE_URL (${code}: ${message})`;
-  return `the database failed: ${message ?? String(error)}`;
+  const causes: Array<{ code?: unknown; message?: unknown }> = [];
+  for (let current = error; typeof current === "object" && current !== null; current = (current as Error).cause) {
+    causes.push(current);
+  }
+  const away = causes.find(({ code }) => typeof code === "string" && UNREACHABLE.has(code));
+  if (away) return `cannot reach the database at DATABASE_URL (${away.code}: ${away.message})`;
+  const innermost = causes.at(-1);
+  return `the database failed: ${innermost?.message ?? String(error)}`;
 }

@@ -101,12 +101,40 @@ describe("idemkit on PostgreSQL", () => {
     ]);
   });
 
-  it("says what is wrong with a missing table, an unreachable database and a wrong command, with exit codes", async () => {
+  it("says what is wrong with a missing table and an unreachable database on one line, without a stack: exit 1", async () => {
     const noTable = await idemkit(["list", "--table", "nowhere"]);
-    expect([noTable.code, noTable.stderr]).toEqual([1, expect.stringContaining("the table nowhere does not exist")]);
-    const away = await idemkit(["list"], "postgres://idemkit@127.0.0.1:1/away");
-    expect([away.code, away.stderr]).toEqual([1, expect.stringContaining("cannot reach the database")]);
-    const wrong = await idemkit(["erase"]);
-    expect([wrong.code, wrong.stderr]).toEqual([2, expect.stringContaining('unknown command "erase"')]);
+    expect([noTable.code, noTable.stderr.trim().split("\n")]).toEqual([
+      1,
+      [
+        'idemkit: relation "nowhere" does not exist in this database: run idemkit\'s migration, or name the table with --table',
+      ],
+    ]);
+    const away = await idemkit(["list"], "postgres://127.0.0.1:1/x");
+    expect(away.code).toBe(1);
+    expect(away.stderr).not.toContain("    at ");
+    expect(away.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^idemkit: cannot reach the database at DATABASE_URL \(ECONNREFUSED/),
+    ]);
+  });
+
+  it("refuses a wrong command, none, an unknown option and a wrong --table: exit 2, one line and the usage", async () => {
+    const refusals = [
+      [["erase"], 'unknown command "erase"'],
+      [[], "a command is needed: show, list, stats"],
+      [["list", "--bogus"], "Unknown option '--bogus'"],
+      [["list", "--table", "a.b.c"], '--table "a.b.c" is not a table name'],
+      [["list", "--limit", "0"], "--limit must be a whole number, 1 or more"],
+    ] as const;
+    for (const [args, said] of refusals) {
+      const refused = await idemkit([...args]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.split("\n").slice(0, 2)).toEqual([`idemkit: ${said}`, expect.stringMatching(/^usage: /)]);
+      expect(refused.stderr).not.toContain("    at ");
+    }
+  });
+
+  it("prints its usage for --help, exit 0", async () => {
+    const help = await idemkit(["--help"]);
+    expect([help.code, help.stdout]).toEqual([0, expect.stringMatching(/^usage: .*idemkit <command>/)]);
   });
 });

@@ -1,10 +1,10 @@
-/** `idemkit-purge`, as cron would run it: a separate process, DATABASE_URL, batches. */
+/** `idemkit-purge`, as cron would run it: a separate process, DATABASE_URL, batches, exit codes a script reads. */
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { openPostgres } from "@idemkit/testkit";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
-import { drizzleStore } from "../src/index.js";
+import { drizzleStore, idempotencyKeysTable } from "../src/index.js";
 
 let database: Awaited<ReturnType<typeof openPostgres>>;
 beforeAll(async () => {
@@ -12,23 +12,71 @@ beforeAll(async () => {
 });
 afterAll(() => database.close());
 
+/** Claims `key` in `store` expiring `expiresInMs` from `now` (negative: already expired, its lease ended too). */
+function claimed(store: ReturnType<typeof drizzleStore>, key: string, now: number, expiresInMs: number) {
+  const id = { scope: "cron", path: "p", key };
+  const leaseExpiresAt = Math.min(now + 60_000, now + expiresInMs);
+  return store.claim({ id, fingerprint: "f", now: now - 10_000, leaseExpiresAt, expiresAt: now + expiresInMs });
+}
+
 it("deletes expired records in batches and keeps live ones", async () => {
   const store = drizzleStore({ db: database.db });
   const now = Date.now();
-  for (let i = 0; i < 5; i++) {
-    const id = { scope: "cron", path: "p", key: `expired-${i}` };
-    await store.claim({ id, fingerprint: "f", now: now - 10_000, leaseExpiresAt: now - 9_000, expiresAt: now - 1_000 });
-  }
-  const live = { scope: "cron", path: "p", key: "live" };
-  await store.claim({ id: live, fingerprint: "f", now, leaseExpiresAt: now + 60_000, expiresAt: now + 60_000 });
+  for (let i = 0; i < 5; i++) await claimed(store, `expired-${i}`, now, -1_000);
+  await claimed(store, "live", now, 60_000);
 
-  const { stdout } = await purge("--batch-size", "2");
-  expect(stdout).toContain("deleted 5 expired record(s)");
+  const { code, stdout } = await purge(["--batch-size", "2"]);
+  expect([code, stdout]).toEqual([0, expect.stringContaining("idemkit-purge: deleted 5 expired record(s)")]);
   expect(await database.query("select key from idempotency_keys")).toEqual([{ key: "live" }]);
 });
 
+it("purges a table of another name with --table, and that table alone", async () => {
+  await database.query("create table other_keys (like idempotency_keys including all)");
+  const now = Date.now();
+  const other = drizzleStore({ db: database.db, table: idempotencyKeysTable("other_keys") });
+  for (const key of ["expired-a", "expired-b"]) await claimed(other, key, now, -1_000);
+  await claimed(other, "unexpired", now, 60_000);
+  await claimed(drizzleStore({ db: database.db }), "expired-in-the-default-table", now, -1_000);
+
+  const { code, stdout } = await purge(["--table", "other_keys", "--json"]);
+  expect([code, JSON.parse(stdout)]).toEqual([0, { deleted: 2 }]);
+  expect(await database.query("select key from other_keys")).toEqual([{ key: "unexpired" }]);
+  expect(await database.query("select key from idempotency_keys where key like 'expired%'")).toEqual([
+    { key: "expired-in-the-default-table" },
+  ]);
+});
+
+it("refuses an unknown option, an operand and a name that is not a table's: exit 2, one line and the usage", async () => {
+  const refusals = [
+    [["--bogus"], "Unknown option '--bogus'"],
+    [["now"], 'unexpected argument "now"'],
+    [
+      ["--table", "keys; drop table idempotency_keys"],
+      '--table "keys; drop table idempotency_keys" is not a table name',
+    ],
+  ] as const;
+  for (const [args, said] of refusals) {
+    const refused = await purge([...args]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.split("\n").slice(0, 2)).toEqual([
+      `idemkit-purge: ${said}`,
+      expect.stringMatching(/^usage: /),
+    ]);
+    expect(refused.stderr).not.toContain("    at ");
+  }
+});
+
+it("says in one line, without a stack, that it cannot reach the database: exit 1", async () => {
+  const away = await purge([], "postgres://127.0.0.1:1/x");
+  expect(away.code).toBe(1);
+  expect(away.stderr).not.toContain("    at ");
+  expect(away.stderr.trim().split("\n")).toEqual([
+    expect.stringMatching(/^idemkit-purge: cannot reach the database at DATABASE_URL \(ECONNREFUSED/),
+  ]);
+});
+
 it("says where --outbox and --processed went, deleting nothing", async () => {
-  const refused = await purge("--outbox", "7d").catch((error: { code: number; stderr: string }) => error);
+  const refused = await purge(["--outbox", "7d"]);
   expect(refused).toMatchObject({
     code: 2,
     stderr: expect.stringContaining("--outbox moved to @idemkit/outbox: run `idemkit-outbox-purge --published 7d`"),
@@ -36,11 +84,22 @@ it("says where --outbox and --processed went, deleting nothing", async () => {
 });
 
 it("refuses a batch size it cannot use, deleting nothing", async () => {
-  await expect(purge("--batch-size", "0")).rejects.toMatchObject({ code: 2 });
+  const refused = await purge(["--batch-size", "0"]);
+  expect([refused.code, refused.stderr]).toEqual([2, expect.stringContaining("--batch-size must be a whole number")]);
+});
+
+it("prints its usage for --help, exit 0", async () => {
+  const help = await purge(["--help"]);
+  expect([help.code, help.stdout]).toEqual([0, expect.stringMatching(/^usage: .*idemkit-purge.*--table NAME/)]);
 });
 
 const CLI = fileURLToPath(new URL("../src/purge-cli.ts", import.meta.url));
-const purge = (...args: string[]) =>
-  promisify(execFile)(process.execPath, ["--conditions=@idemkit/source", "--import", "tsx", CLI, ...args], {
-    env: { ...process.env, DATABASE_URL: database.url },
+function purge(args: string[], url = database.url): Promise<{ code: number; stdout: string; stderr: string }> {
+  const run = promisify(execFile)(process.execPath, ["--conditions=@idemkit/source", "--import", "tsx", CLI, ...args], {
+    env: { ...process.env, DATABASE_URL: url },
   });
+  return run.then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: { code: number; stdout: string; stderr: string }) => error,
+  );
+}

@@ -10,8 +10,8 @@
  * 1 the database failed, 2 a usage error, 3 requeue found no dead event to put back. Purging is
  * `idemkit-outbox-purge`.
  */
+import { wrongCount } from "@idemkit/core/command-line";
 import { type Args, type InspectReport, runInspectCommand, type SqlClient } from "@idemkit/drizzle/internal";
-import { pgSchema } from "drizzle-orm/pg-core";
 import { outboxEventsTable } from "./outbox-schema.js";
 import { retryDeadEvents } from "./relay.js";
 
@@ -35,11 +35,11 @@ const OPTIONS = {
 } as const;
 type Given = Args<typeof OPTIONS>;
 
-async function dead(client: SqlClient, { values, table }: Given): Promise<InspectReport> {
+async function dead(client: SqlClient, { values, tables }: Given): Promise<InspectReport> {
   const rows = await client.unsafe(
     `select id, topic, key, attempts, last_error,
        extract(epoch from now() - created_at)::float8 as age_s
-     from ${table.sql} where state = 'dead' and ($1::text is null or topic = $1)
+     from ${tables.table.sql} where state = 'dead' and ($1::text is null or topic = $1)
      order by id desc limit $2::int`,
     [values.topic ?? null, Number(values.limit)],
   );
@@ -64,14 +64,13 @@ async function dead(client: SqlClient, { values, table }: Given): Promise<Inspec
   };
 }
 
-async function requeue(client: SqlClient, { operands, values, table }: Given): Promise<InspectReport> {
-  const [schema, name] = table.name.includes(".") ? table.name.split(".") : [undefined, table.name];
+async function requeue(client: SqlClient, { operands, values, tables }: Given): Promise<InspectReport> {
   const { drizzle } = await import("drizzle-orm/postgres-js");
   const requeued = (
     await retryDeadEvents({
       // The command's client is postgres.js's, which drizzle takes as it is.
       db: drizzle({ client: client as never }),
-      table: outboxEventsTable(String(name), schema === undefined ? undefined : pgSchema(schema)),
+      table: tables.table.of(outboxEventsTable),
       ...(!values.all && { ids: operands.map(Number) }),
     })
   ).sort((a, b) => a - b);
@@ -84,13 +83,13 @@ async function requeue(client: SqlClient, { operands, values, table }: Given): P
   };
 }
 
-async function lag(client: SqlClient, { table }: Given): Promise<InspectReport> {
+async function lag(client: SqlClient, { tables }: Given): Promise<InspectReport> {
   const [row = {}] = await client.unsafe(
     `select count(*) filter (where state = 'pending')::int as pending,
        coalesce(extract(epoch from now() - min(created_at) filter (where state = 'pending'))::float8, 0) as oldest_s,
        count(*) filter (where state = 'dead')::int as dead,
        count(*) filter (where state = 'published' and published_at >= now() - interval '1 hour')::int as published
-     from ${table.sql}`,
+     from ${tables.table.sql}`,
   );
   const view = {
     pending: Number(row.pending),
@@ -112,11 +111,10 @@ await runInspectCommand({
   usage: USAGE,
   commands: { dead, requeue, lag },
   options: OPTIONS,
-  table: "outbox_events",
+  tables: { table: "outbox_events" },
   check({ command, operands, values }) {
-    const limit = Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1) return "--limit must be a whole number, 1 or more";
-    if (command !== "requeue") return undefined;
+    const wrong = wrongCount("limit", values.limit);
+    if (wrong || command !== "requeue") return wrong;
     if (Boolean(values.all) === operands.length > 0) return "requeue takes the ids of dead events, or --all";
     if (operands.some((id) => !/^\d+$/.test(id))) return "requeue takes event ids: whole numbers";
     return undefined;

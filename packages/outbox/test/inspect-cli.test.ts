@@ -31,11 +31,11 @@ beforeAll(async () => {
 afterAll(() => database.close());
 
 const CLI = fileURLToPath(new URL("../src/inspect-cli.ts", import.meta.url));
-async function idemkitOutbox(args: string[]) {
+async function idemkitOutbox(args: string[], url = database.url) {
   const run = promisify(execFile)(
     process.execPath,
     ["--conditions=@idemkit/source", "--import", "tsx", CLI, ...args, "--table", "cli_events"],
-    { env: { ...process.env, DATABASE_URL: database.url } },
+    { env: { ...process.env, DATABASE_URL: url } },
   );
   return run.then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
@@ -65,5 +65,37 @@ describe("idemkit-outbox", () => {
     expect((await idemkitOutbox(["requeue", String(newest?.id)])).code).toBe(3);
     const bare = await idemkitOutbox(["requeue"]);
     expect([bare.code, bare.stderr]).toEqual([2, expect.stringContaining("the ids of dead events, or --all")]);
+  });
+
+  it("refuses an unknown option and a wrong --limit: exit 2, one line and the usage", async () => {
+    const refusals = [
+      [["lag", "--bogus"], "Unknown option '--bogus'"],
+      [["dead", "--limit", "many"], "--limit must be a whole number, 1 or more"],
+    ] as const;
+    for (const [args, said] of refusals) {
+      const refused = await idemkitOutbox([...args]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.split("\n").slice(0, 2)).toEqual([
+        `idemkit-outbox: ${said}`,
+        expect.stringMatching(/^usage: /),
+      ]);
+      expect(refused.stderr).not.toContain("    at ");
+    }
+  });
+
+  it("says in one line, without a stack, that it cannot reach the database, whichever command: exit 1", async () => {
+    for (const args of [["lag"], ["requeue", "--all"]]) {
+      const away = await idemkitOutbox(args, "postgres://127.0.0.1:1/x");
+      expect(away.code).toBe(1);
+      expect(away.stderr).not.toContain("    at ");
+      expect(away.stderr.trim().split("\n")).toEqual([
+        expect.stringMatching(/^idemkit-outbox: cannot reach the database at DATABASE_URL \(ECONNREFUSED/),
+      ]);
+    }
+  });
+
+  it("prints its usage for --help, exit 0", async () => {
+    const help = await idemkitOutbox(["--help"]);
+    expect([help.code, help.stdout]).toEqual([0, expect.stringMatching(/^usage: .*idemkit-outbox <command>/)]);
   });
 });

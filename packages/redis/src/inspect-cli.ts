@@ -17,6 +17,7 @@ import {
   missingDriver,
   recordLines,
   runCommandLine,
+  wrongCount,
 } from "@idemkit/core/command-line";
 import { isSealedBody } from "@idemkit/core/internal";
 import { commandsOf, type RedisClient } from "./client.js";
@@ -150,9 +151,7 @@ await runCommandLine({
     if (command === "show" && (operands.length !== 1 || !values.scope || !values.path)) {
       return "show takes one key, with its --scope and --path (a record's Redis key is a digest of all three)";
     }
-    const limit = Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1) return "--limit must be a whole number, 1 or more";
-    return undefined;
+    return wrongCount("limit", values.limit);
   },
   async connect(url) {
     const { createClient } = await import("redis").catch((cause: unknown) =>

@@ -129,10 +129,34 @@ describe("idemkit-redis", () => {
     expect(await calls("hgetall")).toBe(0);
   });
 
-  it("says what is wrong with an unreachable server and a show without its scope, with exit codes", async () => {
+  it("says in one line, without a stack, that it cannot reach Redis: exit 1", async () => {
     const away = await idemkitRedis(["stats"], "redis://127.0.0.1:1");
-    expect([away.code, away.stderr]).toEqual([1, expect.stringContaining("cannot reach Redis")]);
-    const partial = await idemkitRedis(["show", "done"]);
-    expect([partial.code, partial.stderr]).toEqual([2, expect.stringContaining("with its --scope and --path")]);
+    expect(away.code).toBe(1);
+    expect(away.stderr).not.toContain("    at ");
+    expect(away.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^idemkit-redis: cannot reach Redis at REDIS_URL/),
+    ]);
+  });
+
+  it("refuses a show without its scope, an unknown option and no command: exit 2, one line and the usage", async () => {
+    const refusals = [
+      [["show", "done"], "show takes one key, with its --scope and --path"],
+      [["stats", "--bogus"], "Unknown option '--bogus'"],
+      [[], "a command is needed: show, list, stats"],
+    ] as const;
+    for (const [args, said] of refusals) {
+      const refused = await idemkitRedis([...args]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.split("\n").slice(0, 2)).toEqual([
+        expect.stringContaining(`idemkit-redis: ${said}`),
+        expect.stringMatching(/^usage: /),
+      ]);
+      expect(refused.stderr).not.toContain("    at ");
+    }
+  });
+
+  it("prints its usage for --help, exit 0", async () => {
+    const help = await idemkitRedis(["--help"]);
+    expect([help.code, help.stdout]).toEqual([0, expect.stringMatching(/^usage: .*idemkit-redis <command>/)]);
   });
 });
