@@ -116,6 +116,8 @@ function idemkitSqlOrder(userId: string, key: string | null, items: OrderItem[])
     const expiresAt = Date.now() + DAY_MS;
     const claiming = run(tx, idemkitStatements.CLAIM, [...id, fingerprint, expiresAt, expiresAt, "5000ms", true]);
     const savepoint = command(tx, SAVEPOINT);
+    // Handled from the start: a claim that fails first leaves it to fail in the aborted transaction, unawaited.
+    savepoint.catch(() => {});
     const [claimed] = await claiming;
     await savepoint;
     if (claimed?.claimed_fence == null) {

@@ -197,7 +197,12 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
             // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it. A command
             // sent after a statement reaches the driver after it on every tested Drizzle version (the conformance
             // suite's undo test fails otherwise, at each end of the peer range): it is the slower of the two paths.
+            // Its failure is handled from the moment it is sent, as it may come back before the claim's: postgres.js
+            // sends a prepared claim the server refuses to run as cached (a column's type changed under it; a pooler
+            // lost it) once more, behind this savepoint, which the aborted transaction then fails while the claim is
+            // still pending. A rejection left unhandled until the claim settles ends a plain Node process.
             const savepoint = command(own, SAVEPOINT);
+            savepoint.catch(() => {});
             let outcome: AtomicClaimResult;
             try {
               outcome = await claiming;

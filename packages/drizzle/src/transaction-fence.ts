@@ -63,11 +63,17 @@ export function fenceTransaction<TTx extends Executor>(tx: TTx): TransactionFenc
             if (!open) {
               if (!SENDS.has(property)) throw refusal();
               // A send answers as a statement would: a promise, rejected, with the caller's handlers on it.
-              const refused = Promise.reject(refusal()) as unknown as Record<
-                string | symbol,
-                (...rest: unknown[]) => unknown
-              >;
-              return property === "execute" ? refused : refused[property]?.(...args);
+              const refused = Promise.reject(refusal());
+              if (property === "execute") {
+                // Handed back bare, and made before the caller could attach anything: handled here, so that one held
+                // unawaited (Drizzle's `execute` of SQL sends nothing until awaited) is no unhandled rejection.
+                // Awaiting it still throws the refusal.
+                refused.catch(() => {});
+                return refused;
+              }
+              return (refused as unknown as Record<string | symbol, (...rest: unknown[]) => unknown>)[property]?.(
+                ...args,
+              );
             }
             if (property === "transaction" && typeof args[0] === "function") {
               const work = args[0] as (nested: object) => unknown;
