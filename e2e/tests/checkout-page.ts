@@ -47,10 +47,16 @@ export async function ordersOf(request: APIRequestContext): Promise<PlacedOrder[
 /** Arms the demo's fault switches for this page's user (see apps/web/src/server/faults.ts). */
 export async function armFaults(
   request: APIRequestContext,
-  plan: { failBeforeCommit?: number; slowMs?: number },
+  plan: { failBeforeCommit?: number; slowMs?: number; loseCommitAnswer?: number },
 ): Promise<void> {
   const response = await request.post("/api/faults", { data: plan });
   expect(response.status()).toBe(200);
+}
+
+/** How many orders the server holds now, their key claimed (armed with `slowMs`). */
+export async function ordersHeld(request: APIRequestContext): Promise<number> {
+  const state = (await (await request.get("/api/faults")).json()) as { ordersHeld: number };
+  return state.ordersHeld;
 }
 
 /**

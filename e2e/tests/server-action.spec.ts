@@ -13,7 +13,7 @@ import {
 } from "@idemkit/playwright";
 import { gate } from "@idemkit/testkit";
 import { expect, type Page, test } from "@playwright/test";
-import { ordersOf } from "./checkout-page.js";
+import { armFaults, ordersHeld, ordersOf } from "./checkout-page.js";
 
 const placeOrderButton = (page: Page) => page.getByRole("button", { name: "Place order" });
 const receipt = (page: Page) => page.getByRole("status");
@@ -111,6 +111,58 @@ test.describe("without JavaScript", () => {
     await expect(page.getByRole("alert")).toHaveText(/already sent with other values/);
     await expectOneKeyPerAction(sent);
     expect(await ordersOf(page.request)).toHaveLength(1);
+  });
+});
+
+test.describe("without JavaScript, a refusal keeps the order", () => {
+  test.use({ javaScriptEnabled: false });
+
+  test("a second press refused while the first still runs asks to send it again: that press is the same order, placed once", async ({
+    page,
+  }) => {
+    await page.goto("/actions");
+    await armFaults(page.request, { slowMs: 8_000 });
+    await page.getByLabel("Quantity").fill("3");
+    // Where the user's pointer is: a locator would wait for the first submission's navigation, a person does not.
+    const button = await placeOrderButton(page).boundingBox();
+    if (!button) throw new Error("Place order is not on the page");
+    const press = () => page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
+    await press();
+    await expect.poll(() => ordersHeld(page.request)).toBe(1);
+    // Pressed again while the first order runs: this one waits for it, then is refused, and the page renders anew.
+    await press();
+    await expect(page.getByRole("alert")).toHaveText(
+      "This form is still being sent. Send it again in a moment: it will not be done twice.",
+      { timeout: 15_000 },
+    );
+    await expect(page.getByLabel("Quantity")).toHaveValue("3");
+    await expect.poll(() => ordersOf(page.request), { timeout: 15_000 }).toHaveLength(1);
+    // The press the message asks for: the page's form now carries the first order's key, so it is that order.
+    await placeOrderButton(page).click();
+    await expect(receipt(page)).toHaveText(/^Order #\d+ placed\.$/);
+    const orders = await ordersOf(page.request);
+    expect(orders).toHaveLength(1);
+    expect(orders[0]?.items).toMatchObject([{ qty: 3 }]);
+  });
+
+  test("an order whose outcome is unknown is said so, and sending the form again finds it: one order, and its receipt", async ({
+    page,
+  }) => {
+    await page.goto("/actions");
+    await armFaults(page.request, { loseCommitAnswer: 1 });
+    await page.getByLabel("Quantity").fill("2");
+    await placeOrderButton(page).click();
+    await expect(page.getByRole("alert")).toHaveText(
+      "We could not confirm whether this went through. Send the form again to check: it will not be done twice.",
+    );
+    // It did go through: the page must not invite a second order under a new key.
+    expect(await ordersOf(page.request)).toHaveLength(1);
+    await expect(page.getByLabel("Quantity")).toHaveValue("2");
+    await placeOrderButton(page).click();
+    await expect(receipt(page)).toHaveText(/^Order #\d+ placed\.$/);
+    const orders = await ordersOf(page.request);
+    expect(orders).toHaveLength(1);
+    await expect(receipt(page)).toHaveText(`Order #${orders[0]?.orderId} placed.`);
   });
 });
 

@@ -1,7 +1,7 @@
 "use client";
 /** The checkout's form (app/checkout/checkout-form.tsx): one key per user action over useActionState. */
 // #region checkout-form
-import { isActionRefusal, useIdempotentActionState } from "@idemkit/next/client";
+import { ActionKeyField, isActionRefusal, submittedValue, useIdempotentActionState } from "@idemkit/next/client";
 import type { ReactNode } from "react";
 import { placeOrder } from "../server/actions";
 
@@ -10,9 +10,10 @@ export function CheckoutForm({ keyField }: { keyField: ReactNode }) {
   const [state, formAction, pending] = useIdempotentActionState(placeOrder, {});
   return (
     <form action={formAction}>
-      {keyField /* the key without JavaScript; with it, the hook sends its own */}
-      <input name="sku" defaultValue="mug" />
-      <input name="qty" type="number" defaultValue={1} />
+      {/* The key without JavaScript (with it, the hook sends its own): after a refusal, the refused order's. */}
+      <ActionKeyField state={state}>{keyField}</ActionKeyField>
+      <input name="sku" defaultValue={submittedValue(state, "sku") ?? "mug"} />
+      <input name="qty" type="number" defaultValue={submittedValue(state, "qty") ?? 1} />
       <button type="submit">Place order</button>
       {pending && <p>Placing your order…</p>}
       {isActionRefusal(state) && <p role="alert">{state.idempotencyError.message}</p>}

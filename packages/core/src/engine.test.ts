@@ -527,7 +527,7 @@ describe("the engine bounding its waits on the store", () => {
     claimed.open({ status: "claimed", fence: 1, takeover: false });
     await vi.advanceTimersByTimeAsync(2_000);
     const answered = await outcome;
-    expect(answered).toMatchObject({ code: "STORE_UNAVAILABLE", at: 2_000 });
+    expect(answered).toMatchObject({ code: "OUTCOME_UNKNOWN", at: 2_000 });
     expect(answered.message).toMatch(/outcome is unknown; retry with the same key/);
     expect(log).toEqual(["begin", "claim", "complete"]);
   });

@@ -30,8 +30,12 @@ import {
   type RunResult,
   type Settlement,
 } from "./engine/types.js";
+import { UNSTORABLE, UnstorableAnswer, unstorableSettlement } from "./engine/unstorable.js";
 import { Patience } from "./engine/waiting.js";
+import { IdempotencyErrorCode } from "./errors.js";
+import { onceLog, withoutOperatorDetail } from "./operator-detail.js";
 import { DEFAULT_WAIT_MS } from "./store.js";
+import { refusalKept } from "./stored-refusal.js";
 
 const HOUR_MS = 3_600_000;
 
@@ -76,13 +80,15 @@ export function createIdempotencyEngine<Tx>({
   };
   const { cache } = settings;
   const telemetry = telemetryOf(mode, telemetryOptions);
-  const admission = limitsOf(limits, now, busyRetryAfterMs);
+  const admission = limitsOf(limits, now);
   const answers = answersOf(settings, reportingTo(onEvent, telemetry.event));
   const { answerExisting, conflict } = answers;
   const runLease = leaseRun(settings, answers);
   const runAtomic = atomic && mode === IdempotencyMode.ATOMIC ? atomicRun(settings, answers, atomic) : undefined;
   const waitMs = atomic?.waitMs ?? DEFAULT_WAIT_MS;
   const flights = new SingleFlight();
+  // What is wrong with this endpoint, for its operator: each detail said once.
+  const log = onceLog();
 
   return {
     /** The mode requests run in. */
@@ -95,22 +101,48 @@ export function createIdempotencyEngine<Tx>({
       request: IdempotentRequest,
       execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
     ): Promise<RunResult<T>> {
-      return telemetry.observed<T>(request, (call) =>
-        runOnce(
-          request,
-          (execution) => call.procedure(async () => kept(request, await execute(execution))),
-          call.waited,
-        ),
-      );
+      return telemetry
+        .observed<T>(request, async (call) => {
+          const result = await runOnce(
+            request,
+            (execution) => call.procedure(() => settled(request, execute, execution)),
+            call.waited,
+          );
+          // The answer could not be stored: the refusal kept in its place is this call's answer too.
+          if (!result.replayed && result.value === UNSTORABLE)
+            throw refusalKept(IdempotencyErrorCode.RESULT_NOT_STORABLE);
+          return result;
+        })
+        .catch((error: unknown) => {
+          throw withoutOperatorDetail(error, log);
+        });
     },
   };
 
-  /** The settlement with what is kept of its answer: redacted before the store or the cache sees it. */
-  function kept<T>(request: IdempotentRequest, settlement: Settlement<T>): Settlement<T> {
+  /**
+   * What the work came to, with what is kept of its answer (redacted before the store or the cache sees it). Once
+   * the work has run, a failure to build or redact its answer never releases the key: a refusal is kept instead.
+   */
+  async function settled<T>(
+    request: IdempotentRequest,
+    execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
+    execution: Execution<Tx>,
+  ): Promise<Settlement<T>> {
+    let settlement: Settlement<T>;
+    try {
+      settlement = await execute(execution);
+    } catch (error) {
+      if (error instanceof UnstorableAnswer) return unstorableSettlement(request, error.error, log);
+      throw error;
+    }
     if (!redact || settlement.response === undefined) return settlement;
     const id = { scope: request.scope, path: request.path, key: request.key };
     const { status, body } = settlement.response;
-    return { ...settlement, response: { status, body: redact(body, id) } };
+    try {
+      return { ...settlement, response: { status, body: redact(body, id) } };
+    } catch (error) {
+      return unstorableSettlement(request, error, log);
+    }
   }
 
   async function runOnce<T>(
@@ -120,7 +152,7 @@ export function createIdempotencyEngine<Tx>({
   ): Promise<RunResult<T>> {
     const cached = cache.get(request, now());
     if (cached) return answerExisting(request, cached, 0);
-    const admitted = admission.admit(request);
+    const admitted = admission.admit(request, busyRetryAfterMs);
     try {
       const result = await runStored(request, execute, waited);
       admitted();

@@ -19,6 +19,12 @@ export const IdempotencyErrorCode = {
   /** The store could not be reached, so the request was not run. Retryable. */
   STORE_UNAVAILABLE: "STORE_UNAVAILABLE",
   /**
+   * The store failed after the request's work was done, before it confirmed keeping it (atomic mode's commit): the
+   * work may or may not have been kept. Retryable with the same key, which asks: the retry replays what was kept, or
+   * runs the request if nothing was. Never "nothing ran": a new key could do it twice.
+   */
+  OUTCOME_UNKNOWN: "OUTCOME_UNKNOWN",
+  /**
    * The store is reachable but not set up for idemkit (its table is missing, or an older version of it), so the
    * request was not run. Terminal until an operator migrates: retrying changes nothing.
    */
@@ -30,8 +36,16 @@ export const IdempotencyErrorCode = {
    * again, so pass `ctx.idempotency.subKey(...)` to whatever it calls downstream.
    */
   RESULT_NOT_STORED: "RESULT_NOT_STORED",
+  /**
+   * The call ran, but its answer could not be made into what is stored (a value the adapter cannot serialize, a
+   * body that failed while it was read, a `redact` that threw). Terminal: the refusal is kept for the key, so a
+   * retry gets it again and never runs the work a second time. In atomic mode the work's writes are rolled back.
+   */
+  RESULT_NOT_STORABLE: "RESULT_NOT_STORABLE",
   /** The request's body is larger than the adapter reads (the Fetch adapter's `maxBodyBytes`). Terminal. */
   BODY_TOO_LARGE: "BODY_TOO_LARGE",
+  /** The request's body cannot be read as its media type says (a malformed multipart form), so nothing ran. Terminal. */
+  BODY_INVALID: "BODY_INVALID",
   /** The request's body did not arrive in time (the Fetch adapter's `bodyTimeoutMs`), so nothing ran. Retryable. */
   BODY_TIMEOUT: "BODY_TIMEOUT",
   /**
@@ -46,6 +60,7 @@ export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof Id
 const RETRYABLE: ReadonlySet<IdempotencyErrorCode> = new Set([
   IdempotencyErrorCode.IN_PROGRESS,
   IdempotencyErrorCode.STORE_UNAVAILABLE,
+  IdempotencyErrorCode.OUTCOME_UNKNOWN,
   IdempotencyErrorCode.LEASE_LOST,
   IdempotencyErrorCode.RESULT_NOT_STORED,
   IdempotencyErrorCode.BODY_TIMEOUT,

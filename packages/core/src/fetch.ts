@@ -54,9 +54,9 @@ export interface FetchCommonOptions<TStore extends IdempotencyStore<unknown>, TM
    */
   scope: (request: Request) => string | Promise<string>;
   /**
-   * The endpoint's name in its records, spans and metrics. Default: the request URL's path (`/api/orders`). Where the
-   * URL holds ids, give the route instead (`() => "/api/orders/[id]/pay"`): one name per endpoint keeps telemetry
-   * bounded, and the URL still tells two orders apart in the fingerprint.
+   * The endpoint's name in its records, spans and metrics: its route (`() => "/api/orders/[id]/pay"`), never its URL,
+   * whose ids would make a name per order (the URL still tells two orders apart, in the fingerprint). Default: one
+   * fixed name, "unnamed route", shared by every handler left unnamed, with a warning: name each route.
    */
   path?: (request: Request) => string;
   /** The largest body read, in bytes; a larger one is answered 413 and nothing runs. Default 1 MiB. */
@@ -65,6 +65,19 @@ export interface FetchCommonOptions<TStore extends IdempotencyStore<unknown>, TM
   bodyTimeoutMs?: number;
   /** Store 5xx answers too, so retries replay them instead of running again. Off by default. */
   storeServerErrors?: boolean;
+}
+
+/** The name of a route handler protected without a `path`. */
+const UNNAMED_ROUTE = "unnamed route";
+
+let warnedUnnamed = false;
+function warnUnnamed(): void {
+  if (warnedUnnamed) return;
+  warnedUnnamed = true;
+  console.warn(
+    `withIdempotency(): a route handler has no \`path\`, so its records, spans and metrics are named "${UNNAMED_ROUTE}", ` +
+      'as every unnamed one is. Name each by its route: `path: () => "/api/orders/[id]/pay"`.',
+  );
 }
 
 /** The methods that change something: the ones protected. */
@@ -108,9 +121,10 @@ export function withIdempotency<
   handler: FetchHandler<ModeTransaction<TStore, TMode>>,
   options: FetchIdempotencyOptions<TStore, TMode>,
 ): (request: Request) => Promise<Response> {
+  if (options.path === undefined) warnUnnamed();
   const {
     scope: scopeOf,
-    path: pathOf = (request: Request) => new URL(request.url).pathname,
+    path: pathOf = () => UNNAMED_ROUTE,
     maxBodyBytes = 1_048_576,
     bodyTimeoutMs = 10_000,
     storeServerErrors = false,
@@ -130,7 +144,8 @@ export function withIdempotency<
         const idempotency = idempotencyContextOf<ModeTransaction<TStore, TMode>>(identity, execution);
         const answer = await handler(rebuilt(request, body), idempotency);
         if (!isStoredStatus(answer.status, { storeServerErrors })) return { value: answer, response: undefined };
-        const { stored, bytes } = await storedBodyOf(answer);
+        // Its body is read after the handler ran: a body that fails then is not the handler failing.
+        const { stored, bytes } = await execution.answer(() => storedBodyOf(answer));
         // Read to be stored, the answer goes to its own client whole: all its headers, Set-Cookie included.
         const first = new Response(bodyless(answer.status) ? null : bytes, answer);
         return { value: first, response: { status: answer.status, body: JSON.stringify(stored) } };
@@ -155,7 +170,15 @@ async function fingerprintOf(request: Request, body: Uint8Array<ArrayBuffer>): P
   const mediaType = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
   const identity = { method: request.method, url: pathAndQuery(request.url), mediaType };
   if (mediaType === "multipart/form-data") {
-    const form = await rebuilt(request, body).formData();
+    const form = await rebuilt(request, body)
+      .formData()
+      .catch((cause: unknown) => {
+        throw new IdempotencyError(
+          IdempotencyErrorCode.BODY_INVALID,
+          "The request's body is not the multipart form its Content-Type says; nothing ran. Send a well-formed one.",
+          { cause },
+        );
+      });
     return fingerprintAsync({ ...identity, fields: [...form.entries()] });
   }
   return fingerprint({ ...identity, body: await sha256Bytes(body) });

@@ -35,8 +35,10 @@ export {
   quietly,
   withErrorSummary,
 } from "./observing.js";
-export type { AnswerSeen, RecordOutcome } from "./outcome.js";
-export { isRetryableAnswer, isStoredStatus, recordOutcome } from "./outcome.js";
+export type { OnceLog } from "./operator-detail.js";
+export { onceLog } from "./operator-detail.js";
+export type { AnswerSeen, LookupOptions, RecordOutcome } from "./outcome.js";
+export { isRetryableAnswer, isStoredStatus, lookUpOutcome } from "./outcome.js";
 export type { RetryState } from "./retry.js";
 export {
   abortableDelay,

@@ -10,6 +10,7 @@ import { createIdempotencyEngine } from "./engine.js";
 import { isIdempotencyError } from "./errors.js";
 import { withIdempotency } from "./fetch.js";
 import { memoryStore } from "./memory-store.js";
+import { lookUpOutcome } from "./outcome.js";
 
 function limited(limits: CallLimits) {
   let nowMs = Date.UTC(2026, 11, 1);
@@ -116,7 +117,7 @@ describe("limits", () => {
         runs++;
         return Response.json({ ok: true });
       },
-      { store: memoryStore(), scope: () => "alice", limits: { newKeysPerScope: { max: 1, windowMs: 60_000 } } },
+      { store: memoryStore(), scope: () => "carol", limits: { newKeysPerScope: { max: 1, windowMs: 60_000 } } },
     );
     const post = (key: string) =>
       handler(
@@ -136,13 +137,56 @@ describe("limits", () => {
       limits: { newKeysPerScope: { max: 1, windowMs: 60_000 } },
     });
     const call = (path: string) =>
-      engine.run({ scope: "alice", path, key: "k", fingerprint: "f" }, async () => {
+      engine.run({ scope: "dave", path, key: "k", fingerprint: "f" }, async () => {
         runs++;
         return { value: runs, response: { status: 200, body: "1" } };
       });
     await call("orders.place");
     expect(await refusal(call("refunds.issue"))).toMatchObject({ code: "RATE_LIMITED" });
     expect(runs).toBe(1);
+  });
+
+  it("counts a scope once in the process: the same limits on two endpoints share its calls running", async () => {
+    const limits = { inFlightPerScope: 1 };
+    let finish!: () => void;
+    const held = new Promise<void>((resolve) => (finish = resolve));
+    const clock = () => Date.UTC(2026, 11, 4);
+    const endpoint = (path: string) => {
+      const engine = createIdempotencyEngine({ store: memoryStore(), limits, now: clock });
+      return (key: string, work?: Promise<void>) =>
+        engine.run({ scope: "erin", path, key, fingerprint: "f" }, async () => {
+          await work;
+          return { value: key, response: { status: 200, body: JSON.stringify(key) } };
+        });
+    };
+    const [checkout, refund] = [endpoint("checkout.place"), endpoint("refunds.issue")];
+    const first = checkout("a", held);
+    await Promise.resolve();
+    expect(await refusal(refund("b"))).toEqual({ code: "RATE_LIMITED", retryAfterMs: 1_000 });
+    // Other limits are another count.
+    const other = createIdempotencyEngine({ store: memoryStore(), limits: { inFlightPerScope: 2 }, now: clock });
+    await expect(
+      other.run({ scope: "erin", path: "refunds.issue", key: "b", fingerprint: "f" }, async () => ({
+        value: 1,
+        response: { status: 200, body: "1" },
+      })),
+    ).resolves.toMatchObject({ replayed: false });
+    finish();
+    await first;
+    expect(await refund("b")).toEqual({ replayed: false, value: "b" });
+  });
+
+  it("counts a lookup as a call: a key never sent is a new one, and one sent before is not", async () => {
+    const limits = { newKeysPerScope: { max: 1, windowMs: 60_000 } };
+    const now = () => Date.UTC(2026, 11, 4);
+    const store = memoryStore();
+    const engine = createIdempotencyEngine({ store, limits, now });
+    const id = { scope: "frank", path: "orders.place", key: "sent" };
+    await engine.run({ ...id, fingerprint: "f" }, async () => ({ value: 1, response: { status: 200, body: "1" } }));
+    expect(await lookUpOutcome(store, id, { now, limits })).toMatchObject({ state: "stored" });
+    expect(await refusal(lookUpOutcome(store, { ...id, key: "guessed" }, { now, limits }))).toMatchObject({
+      code: "RATE_LIMITED",
+    });
   });
 
   it("refuses limits that are not whole numbers, or a window without its max", () => {

@@ -19,8 +19,13 @@
  * a 409 that says when to come back (idemkit's IN_PROGRESS and LEASE_LOST) is retried.
  */
 
+import { within } from "./deadline.js";
 import { isSealedBody, sealedWithoutKeys } from "./encrypted-store.js";
+import { type CallLimits, limitsOf } from "./engine/limits.js";
+import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
+import { withoutOperatorDetail } from "./operator-detail.js";
 import { type IdempotencyStore, type RecordId, RecordState, type StoredResponse } from "./store.js";
+import { keptRefusalOf } from "./stored-refusal.js";
 
 /** 4xx answers that say "not now" rather than "never": storing them would replay a passing state for the whole TTL. */
 const RELEASED_CLIENT_STATUSES: ReadonlySet<number> = new Set([408, 409, 412, 429, 499]);
@@ -76,21 +81,60 @@ export type IdempotencyOutcomeAnswer<TData = unknown> =
 export type RecordOutcome =
   | { state: "running" }
   | { state: "stored"; response: StoredResponse }
+  /** It ran, but its answer could not be stored: the key is kept refused with this, never run again. */
+  | { state: "refused"; refusal: IdempotencyError }
   /** Nothing kept: never received, rolled back, expired, or a lease that ended without an answer. */
   | { state: "unknown" };
+
+/** How a lookup is bounded: the endpoint's limits and clock, and how long the store may take. */
+export interface LookupOptions {
+  /** The clock, in ms since the epoch, to tell expired records and count under the limits. */
+  now: () => number;
+  /** The limits of the endpoint the action was sent to: a lookup counts as one of its calls. */
+  limits?: CallLimits | undefined;
+  /** The longest the read may take, in ms, before the lookup is answered STORE_UNAVAILABLE. Default 5 s. */
+  storeTimeoutMs?: number | undefined;
+  /** When a lookup refused as one too many running is told to come back, in ms. Default 1 s. */
+  busyRetryAfterMs?: number | undefined;
+}
+
+/**
+ * What became of one action, as every adapter's lookup answers it: counted under the endpoint's limits like a call
+ * (a scope probing keys is a scope starting new ones), read within `storeTimeoutMs`, a store that fails answered
+ * STORE_UNAVAILABLE and one not set up without its detail, as a call would be.
+ */
+export async function lookUpOutcome(
+  store: IdempotencyStore<unknown>,
+  id: RecordId,
+  { now, limits, storeTimeoutMs = 5_000, busyRetryAfterMs = 1_000 }: LookupOptions,
+): Promise<RecordOutcome> {
+  const done = limitsOf(limits, now).admit(id, busyRetryAfterMs);
+  try {
+    return await within(
+      recordOutcome(store, id, now()),
+      storeTimeoutMs,
+      () => new Error(`The store did not answer the lookup within ${storeTimeoutMs} ms.`),
+    );
+  } catch (error) {
+    if (isIdempotencyError(error)) throw withoutOperatorDetail(error);
+    throw new IdempotencyError(
+      IdempotencyErrorCode.STORE_UNAVAILABLE,
+      "The idempotency store is unavailable, so what became of this action is not known yet; ask again later.",
+      { cause: error, retryAfterMs: busyRetryAfterMs },
+    );
+  } finally {
+    done();
+  }
+}
 
 /**
  * Reads what became of one action without claiming it: one read outside any transaction (the store's `peek` where
  * it has one, so a transaction holding the key counts as running; on a database of one connection, such as PGlite,
  * the read waits its turn behind that transaction). A live lease holds its record even past the TTL,
  * as the engine has it; a lease that ended without an answer leaves nothing kept, and the next call with the key
- * runs. Every adapter's outcome lookup answers from this.
+ * runs.
  */
-export async function recordOutcome(
-  store: IdempotencyStore<unknown>,
-  id: RecordId,
-  now: number,
-): Promise<RecordOutcome> {
+async function recordOutcome(store: IdempotencyStore<unknown>, id: RecordId, now: number): Promise<RecordOutcome> {
   const { running, record } = store.atomic?.peek
     ? await store.atomic.peek(id)
     : { running: false, record: await store.get(id) };
@@ -98,5 +142,7 @@ export async function recordOutcome(
   if (record?.state === RecordState.IN_PROGRESS && record.leaseExpiresAt > now) return { state: "running" };
   if (!record || record.expiresAt <= now || record.state === RecordState.IN_PROGRESS) return { state: "unknown" };
   if (isSealedBody(record.response.body)) throw sealedWithoutKeys(id);
+  const refusal = keptRefusalOf(record.response);
+  if (refusal) return { state: "refused", refusal };
   return { state: "stored", response: record.response };
 }

@@ -2,7 +2,8 @@
 /**
  * The engine's telemetry, read where an operator reads it: the OpenTelemetry SDK's in-memory span exporter and a
  * metric reader, and a `node:diagnostics_channel` subscriber. Every outcome of a call is seen, with its attributes;
- * an exporter that throws changes nothing.
+ * an exporter that throws changes nothing; paths past the limit share one series; and what the app's own data may
+ * hold (a scope, an error's message) is left out unless the app asks for it.
  */
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { context, trace } from "@opentelemetry/api";
@@ -10,10 +11,11 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { MeterProvider, MetricReader, type ResourceMetrics } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type CallMessage, CallOutcome } from "./engine/telemetry.js";
+import { type CallMessage, CallOutcome, type EventMessage, type TelemetryOptions } from "./engine/telemetry.js";
 import type { IdempotencyEngineOptions, Settlement } from "./engine/types.js";
 import { createIdempotencyEngine } from "./engine.js";
 import { memoryStore } from "./memory-store.js";
+import { MAX_SERIES_VALUES } from "./observing.js";
 import type { IdempotencyStore } from "./store.js";
 
 /** A reader the test collects from when it wants, with no timer. */
@@ -22,12 +24,17 @@ class CollectingReader extends MetricReader {
   protected onShutdown = async () => {};
 }
 
-function observed(options: Partial<IdempotencyEngineOptions<never>> = {}, store: IdempotencyStore = memoryStore()) {
+function observed(
+  options: Partial<IdempotencyEngineOptions<never>> = {},
+  store: IdempotencyStore = memoryStore(),
+  include?: TelemetryOptions["include"],
+) {
   const spans = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
   const reader = new CollectingReader();
   const meterProvider = new MeterProvider({ readers: [reader] });
-  const engine = createIdempotencyEngine({ store, telemetry: { tracerProvider, meterProvider }, ...options });
+  const telemetry = { tracerProvider, meterProvider, ...(include && { include }) };
+  const engine = createIdempotencyEngine({ store, telemetry, ...options });
   return {
     engine,
     spans: () =>
@@ -37,6 +44,7 @@ function observed(options: Partial<IdempotencyEngineOptions<never>> = {}, store:
           spanId: span.spanContext().spanId,
           ...span.attributes,
           status: span.status.code,
+          events: span.events.map(({ name, attributes }) => ({ name, ...attributes })),
         }),
       ),
     async metric(name: string) {
@@ -54,6 +62,8 @@ function pointsOf(resourceMetrics: ResourceMetrics, name: string) {
 }
 
 const request = (key: string, fingerprint = "fp") => ({ scope: "alice", path: "orders.place", key, fingerprint });
+/** A route handler's call named by its URL: each order's id makes a path of its own. */
+const onUrl = (order: number | string) => ({ ...request("k"), path: `/api/orders/${order}/pay` });
 const stored = async (): Promise<Settlement<string>> => ({ value: "ok", response: { status: 200, body: '"ok"' } });
 const released = async (): Promise<Settlement<string>> => ({ value: "later", response: undefined });
 const failing = async (): Promise<Settlement<string>> => {
@@ -130,7 +140,7 @@ describe("the engine's telemetry", () => {
       "executed",
     ]);
     // A copy of what was thrown: a subscriber that changes it changes nothing of the caller's error.
-    expect(messages[4]?.error).toEqual({ name: "Error", message: "the warehouse is down" });
+    expect(messages[4]?.error).toEqual({ name: "Error" });
     expect(messages[2]?.error).toMatchObject({ name: "IdempotencyError", code: "FINGERPRINT_MISMATCH" });
   });
 
@@ -275,14 +285,79 @@ describe("the engine's telemetry", () => {
     }
   });
 
-  it("keeps the hit rate for a bounded number of paths, the rest on one overflow point", async () => {
-    const { engine, metric } = observed();
-    const onPath = (path: string) => ({ ...request("k"), path });
-    for (let order = 0; order < 1_002; order++) await engine.run(onPath(`/api/orders/${order}/pay`), stored);
-    await engine.run(onPath("/api/orders/1001/pay"), stored);
-    const ratios = await metric("idemkit.replay.ratio");
-    expect(ratios).toHaveLength(1_001);
-    expect(ratios.at(-1)).toEqual({ attributes: { "otel.metric.overflow": true }, value: 1 / 3 });
+  it("names at most MAX_SERIES_VALUES paths in every instrument and span name, a path named first keeping its own", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const { engine, spans, metric } = observed();
+      await engine.run(request("before"), stored);
+      for (let order = 0; order < 3_000; order++) await engine.run(onUrl(order), stored);
+      await engine.run(request("after"), stored);
+
+      for (const name of ["idemkit.calls", "idemkit.calls.active", "idemkit.call.duration", "idemkit.replay.ratio"]) {
+        const points = await metric(name);
+        expect(points, name).toHaveLength(MAX_SERIES_VALUES + 1);
+        expect(
+          points.filter((point) => point.attributes["otel.metric.overflow"] === true),
+          name,
+        ).toHaveLength(1);
+      }
+      const calls = await metric("idemkit.calls");
+      // The route came before the URLs filled the limit: its calls after them are still its own.
+      expect(calls.find((point) => point.attributes["idemkit.path"] === "orders.place")?.value).toBe(2);
+      // The route and the first URLs are named; the other URLs are counted together, by how they ended.
+      expect(calls.find((point) => point.attributes["otel.metric.overflow"] === true)).toEqual({
+        attributes: { "idemkit.mode": "lease", "idemkit.outcome": "executed", "otel.metric.overflow": true },
+        value: 3_000 - (MAX_SERIES_VALUES - 1),
+      });
+      expect(await metric("idemkit.replay.ratio")).toContainEqual({
+        attributes: { "otel.metric.overflow": true },
+        value: 0,
+      });
+
+      const names = spans().map((span) => span.name);
+      expect(new Set(names).size).toBe(MAX_SERIES_VALUES + 1);
+      expect(names.at(-1)).toBe("idemkit orders.place");
+      // A span past the limit is named for idemkit alone; its own URL is still an attribute, for whoever reads it.
+      expect(spans().at(-2)).toMatchObject({ name: "idemkit", "idemkit.path": "/api/orders/2999/pay" });
+
+      expect(warn).toHaveBeenCalledOnce();
+      expect(warn.mock.calls[0]?.[0]).toMatch(
+        new RegExp(`idemkit\\.path.*"/api/orders/${MAX_SERIES_VALUES - 1}/pay".*Name its route instead`),
+      );
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it("brings idemkit.calls.active back to 0 on every series, for calls in flight while the limit is reached", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const { engine, metric } = observed();
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const held = async () => {
+        await gate;
+        return stored();
+      };
+      // Started while there was room for its path, ended once there is none.
+      const named = engine.run(request("held"), held);
+      for (let order = 0; order < 3_000; order++) await engine.run(onUrl(order), stored);
+      // Started past the limit.
+      const overflowed = engine.run(onUrl("late"), held);
+      const inFlight = (await metric("idemkit.calls.active")).filter((point) => point.value !== 0);
+      expect(inFlight).toEqual([
+        { attributes: { "idemkit.mode": "lease", "idemkit.path": "orders.place" }, value: 1 },
+        { attributes: { "idemkit.mode": "lease", "otel.metric.overflow": true }, value: 1 },
+      ]);
+      open();
+      await Promise.all([named, overflowed]);
+
+      const active = await metric("idemkit.calls.active");
+      expect(active).toHaveLength(MAX_SERIES_VALUES + 1);
+      expect(new Set(active.map((point) => point.value))).toEqual(new Set([0]));
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it("changes no outcome when the telemetry throws, and publishes each decision on idemkit:event", async () => {
@@ -300,16 +375,65 @@ describe("the engine's telemetry", () => {
       await settled(engine.run(request("b"), failing));
       await engine.run(request("c"), released);
       expect(events).toEqual([
-        { type: "executed", scope: "alice", path: "orders.place", key: "a" },
-        {
-          type: "released",
-          scope: "alice",
-          path: "orders.place",
-          key: "b",
-          error: { name: "Error", message: "the warehouse is down" },
-        },
+        { type: "executed", path: "orders.place", key: "a" },
+        { type: "released", path: "orders.place", key: "b", error: { name: "Error" } },
         // Released with nothing gone wrong: no error made up for it.
-        { type: "released", scope: "alice", path: "orders.place", key: "c" },
+        { type: "released", path: "orders.place", key: "c" },
+      ]);
+    } finally {
+      unsubscribe("idemkit:event", onEvent);
+    }
+  });
+
+  it("leaves the scope out of idemkit:event messages, unless include.scope", async () => {
+    const events: EventMessage[] = [];
+    const onEvent = (event: unknown) => events.push(event as EventMessage);
+    subscribe("idemkit:event", onEvent);
+    try {
+      await createIdempotencyEngine({ store: memoryStore() }).run(request("a"), stored);
+      const telemetry = { include: { scope: true } };
+      await createIdempotencyEngine({ store: memoryStore(), telemetry }).run(request("a"), stored);
+      expect(events).toEqual([
+        { type: "executed", path: "orders.place", key: "a" },
+        { type: "executed", scope: "alice", path: "orders.place", key: "a" },
+      ]);
+      // Never on idemkit:call, whatever include says.
+      expect(messages.map((message) => "scope" in message)).toEqual([false, false]);
+    } finally {
+      unsubscribe("idemkit:event", onEvent);
+    }
+  });
+
+  it("tells an error by its name and code on channels and spans, its message only with include.errorMessages", async () => {
+    const detail = "card declined for ada@example.com";
+    const declined = async (): Promise<Settlement<string>> => {
+      throw Object.assign(new Error(detail), { code: "card_declined" });
+    };
+    const events: EventMessage[] = [];
+    const onEvent = (event: unknown) => events.push(event as EventMessage);
+    subscribe("idemkit:event", onEvent);
+    try {
+      const byDefault = observed();
+      await settled(byDefault.engine.run(request("a"), declined));
+      expect(messages.map((message) => message.error)).toEqual([{ name: "Error", code: "card_declined" }]);
+      expect(events.map((event) => event.error)).toEqual([{ name: "Error", code: "card_declined" }]);
+      expect(byDefault.spans()[0]?.events).toEqual([{ name: "exception", "exception.type": "card_declined" }]);
+      expect(JSON.stringify([messages, events, byDefault.spans()])).not.toContain("ada@example.com");
+
+      messages.length = 0;
+      events.length = 0;
+      const withMessages = observed({}, memoryStore(), { errorMessages: true });
+      await settled(withMessages.engine.run(request("a"), declined));
+      const summary = { name: "Error", code: "card_declined", message: detail };
+      expect(messages.map((message) => message.error)).toEqual([summary]);
+      expect(events.map((event) => event.error)).toEqual([summary]);
+      expect(withMessages.spans()[0]?.events).toEqual([
+        {
+          name: "exception",
+          "exception.type": "card_declined",
+          "exception.message": detail,
+          "exception.stacktrace": expect.stringContaining(detail),
+        },
       ]);
     } finally {
       unsubscribe("idemkit:event", onEvent);

@@ -229,6 +229,92 @@ describe("what is stored", () => {
     expect((await send("99.99")).status).toBe(422);
     expect(runs).toBe(1);
   });
+
+  it("a multipart body that cannot be parsed is 400 BODY_INVALID, not a 500 clients retry; nothing runs", async () => {
+    let runs = 0;
+    const handler = withIdempotency(
+      async () => {
+        runs++;
+        return Response.json({ ok: true });
+      },
+      { store: memoryStore(), scope: () => "alice", path: () => "/api/refunds" },
+    );
+    const server = await serveFetch(handler);
+    closers.push(server);
+    const answer = await fetch(`${server.url}/api/refunds`, {
+      method: "POST",
+      headers: {
+        "idempotency-key": globalThis.crypto.randomUUID(),
+        "content-type": "multipart/form-data; boundary=never-closed",
+      },
+      body: '--never-closed\r\ncontent-disposition: form-data; name="name"\r\n\r\nrefund',
+    });
+    expect(answer.status).toBe(400);
+    expect(await answer.json()).toMatchObject({ error: { code: "BODY_INVALID", retryable: false } });
+    expect(runs).toBe(0);
+  });
+});
+
+/**
+ * Once the work has run, nothing that fails afterwards may release its key: the retry would run it a second time. A
+ * charge endpoint in lease mode on PostgreSQL (its effect leaves the database) whose answer cannot be stored.
+ */
+describe("an answer that fails after the work, on PostgreSQL in lease mode", () => {
+  async function serveCharge(options: { redact?: () => string; body?: () => BodyInit }) {
+    let charges = 0;
+    const handler = withIdempotency(
+      async () => {
+        charges++;
+        return new Response(options.body?.() ?? JSON.stringify({ charged: 12 }), { status: 201 });
+      },
+      {
+        store: drizzleStore({ db: databases["postgres.js"].db }),
+        mode: "lease",
+        scope: () => "alice",
+        path: () => "/api/charge",
+        ...(options.redact && { redact: options.redact }),
+      },
+    );
+    const server = await serveFetch(handler);
+    closers.push(server);
+    const key = globalThis.crypto.randomUUID();
+    const charge = () => fetch(`${server.url}/api/charge`, { method: "POST", headers: { "idempotency-key": key } });
+    return { charge, charges: () => charges };
+  }
+
+  async function expectKeptRefused(shop: Awaited<ReturnType<typeof serveCharge>>) {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      for (const answer of [await shop.charge(), await shop.charge()]) {
+        expect(answer.status).toBe(500);
+        expect(await answer.json()).toMatchObject({ error: { code: "RESULT_NOT_STORABLE", retryable: false } });
+      }
+      expect(shop.charges()).toBe(1);
+      expect(logged).toHaveBeenCalledTimes(1);
+    } finally {
+      logged.mockRestore();
+    }
+  }
+
+  it("a redact that throws keeps the key refused: pressed twice, charged once", async () => {
+    await expectKeptRefused(
+      await serveCharge({
+        redact: () => {
+          throw new Error("the redaction rules failed to load");
+        },
+      }),
+    );
+  });
+
+  it("a body that fails while it is read keeps the key refused: charged once", async () => {
+    const failing = () =>
+      new ReadableStream<Uint8Array>({
+        pull(controller) {
+          controller.error(new Error("the upstream answer broke off"));
+        },
+      });
+    await expectKeptRefused(await serveCharge({ body: failing }));
+  });
 });
 
 describe("lease mode", () => {

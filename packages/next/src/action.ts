@@ -37,7 +37,7 @@ import {
   parseIdempotencyKey,
   type Settlement,
 } from "@idemkit/core";
-import { checkedScope, idempotencyContextOf, recordOutcome } from "@idemkit/core/internal";
+import { checkedScope, idempotencyContextOf, lookUpOutcome, type OnceLog, onceLog } from "@idemkit/core/internal";
 import { isControlFlow, replayControlFlow, type StoredControlFlow, storedControlFlow } from "./control-flow.js";
 import { type ActionRefusal, comparedFields, IDEMPOTENCY_KEY_FIELD, LOOKUP_FIELD, type LookupPending } from "./wire.js";
 
@@ -148,12 +148,14 @@ export function idempotentAction<
   const { scope: scopeOf, transformer = JSON_TRANSFORMER, stores = () => true, ...engineOptions } = options;
   const now = engineOptions.now ?? Date.now;
   const engine = createIdempotencyEngine<unknown>(engineOptions as IdempotencyEngineOptions<unknown>);
+  // What the developer must fix in this action's form, said once.
+  const log = onceLog();
 
   const protectedAction = async (...args: TArgs): Promise<TResult | ActionRefusal> => {
     let ending: Ending<TResult> | undefined;
+    // The submitted form: the last argument that is one (bound arguments come first, the previous state next).
+    const form = args.findLast((arg): arg is FormData => arg instanceof FormData);
     try {
-      // The submitted form: the last argument that is one (bound arguments come first, the previous state next).
-      const form = args.findLast((arg): arg is FormData => arg instanceof FormData);
       const key = parseIdempotencyKey(keyFieldOf(form, name), name);
       const scope = checkedScope(await scopeOf(), "idempotentAction()");
       // Typed as the action's value: only the hook sends the lookup field, and it reads the lookup's own answers.
@@ -161,11 +163,9 @@ export function idempotentAction<
       const request = { scope, path: name, key, fingerprint: await fieldsFingerprint(form as FormData) };
       const run = await engine.run(request, async (execution): Promise<Settlement<undefined>> => {
         const idempotency = idempotencyContextOf<ModeTransaction<TStore, TMode>>(request, execution);
+        let value: TResult;
         try {
-          const value = await action(idempotency, ...args);
-          ending = { value };
-          if (!stores(value)) return { value: undefined, response: undefined };
-          return stored(200, { returned: true, value: transformer.serialize(value) });
+          value = await action(idempotency, ...args);
         } catch (error) {
           const kept = isControlFlow(error) ? storedControlFlow(error) : undefined;
           // The action's own failure, or control flow a replay does not repeat: nothing is kept, a retry runs again.
@@ -173,18 +173,25 @@ export function idempotentAction<
           ending = { thrown: error };
           return stored("redirect" in kept ? 303 : 404, { ended: kept });
         }
+        ending = { value };
+        // The action ran: a value that cannot be stored must not release its key for the action to run again.
+        return execution.answer(() =>
+          stores(value) ? stored(200, { returned: true, value: transformer.serialize(value) }) : released(),
+        );
       });
       if (run.replayed) return replayOf(JSON.parse(run.response.body) as StoredAction, transformer) as TResult;
     } catch (error) {
       if (!isIdempotencyError(error)) throw error;
-      return refusalOf(error);
+      return refusalOf(error, form, log);
     }
     if (ending && "thrown" in ending) throw ending.thrown;
     return (ending as { value: TResult }).value;
   };
   /** What became of a key, answered as a resubmission would be: its value, its redirect; or that none is stored. */
   async function lookUp(id: { scope: string; path: string; key: string }): Promise<unknown> {
-    const outcome = await recordOutcome(options.store, id, now());
+    const { store, limits, storeTimeoutMs, busyRetryAfterMs } = options;
+    const outcome = await lookUpOutcome(store, id, { now, limits, storeTimeoutMs, busyRetryAfterMs });
+    if (outcome.state === "refused") return refusalOf(outcome.refusal, undefined, log);
     if (outcome.state !== "stored") return { idempotencyOutcome: outcome.state } satisfies LookupPending;
     return replayOf(JSON.parse(outcome.response.body) as StoredAction, transformer);
   }
@@ -201,6 +208,11 @@ export type IdempotentAction<TArgs extends unknown[], TResult> = TArgs extends [
 
 function stored(status: number, answer: StoredAction): Settlement<undefined> {
   return { value: undefined, response: { status, body: JSON.stringify(answer) } };
+}
+
+/** A value that keeps nothing: the key is released, and a resubmission runs again. */
+function released(): Settlement<undefined> {
+  return { value: undefined, response: undefined };
 }
 
 /** The key field's value, or the refusal of a submission without one. */
@@ -224,25 +236,68 @@ function replayOf(answer: StoredAction, transformer: ActionTransformer): unknown
 }
 
 /**
- * What a form's user is told, by code: the engine's messages speak of requests, headers and bodies. The others
- * (a missing key, a misconfigured store) are for the developer, and keep the engine's words.
+ * What a form's user is told, by code: the engine's messages speak of requests, headers and stores, and some are
+ * the developer's to read (a missing key field), never a shopper's. Every code has one, so a new one cannot reach a
+ * form unworded.
  */
-const FORM_MESSAGES: Partial<Record<IdempotencyErrorCode, string>> = {
+const FORM_MESSAGES: Record<IdempotencyErrorCode, string> = {
+  [IdempotencyErrorCode.KEY_MISSING]:
+    "This form could not be sent as it was, and nothing was done. Reload the page and try again.",
+  [IdempotencyErrorCode.KEY_INVALID]:
+    "This form could not be sent as it was, and nothing was done. Reload the page and try again.",
+  [IdempotencyErrorCode.KEY_SHARED_IN_BATCH]:
+    "This form could not be sent as it was, and nothing was done. Reload the page and try again.",
   [IdempotencyErrorCode.FINGERPRINT_MISMATCH]:
     "This form was already sent with other values. Reload the page to send it again with these.",
-  [IdempotencyErrorCode.IN_PROGRESS]: "This form is still being sent. Try again in a moment.",
+  [IdempotencyErrorCode.IN_PROGRESS]:
+    "This form is still being sent. Send it again in a moment: it will not be done twice.",
   [IdempotencyErrorCode.STORE_UNAVAILABLE]:
     "This could not be saved just now, and nothing was done. Send the form again.",
+  [IdempotencyErrorCode.OUTCOME_UNKNOWN]:
+    "We could not confirm whether this went through. Send the form again to check: it will not be done twice.",
+  [IdempotencyErrorCode.STORE_MISCONFIGURED]:
+    "This cannot be done just now, and nothing was done. Please try again later.",
+  [IdempotencyErrorCode.LEASE_LOST]:
+    "This is taking longer than usual. Send the form again in a moment to see how it ended.",
+  [IdempotencyErrorCode.RESULT_NOT_STORED]:
+    "This was received, but its result could not be saved just now. Send the form again in a moment to finish it.",
+  [IdempotencyErrorCode.RESULT_NOT_STORABLE]:
+    "This was received, but its result could not be shown, and it will not be done again from this form. Check " +
+    "whether it went through before sending a new one.",
+  [IdempotencyErrorCode.BODY_TOO_LARGE]: "This form is too large to send, and nothing was done.",
+  [IdempotencyErrorCode.BODY_INVALID]:
+    "This form could not be read, and nothing was done. Reload the page and try again.",
+  [IdempotencyErrorCode.BODY_TIMEOUT]: "This form took too long to arrive, and nothing was done. Send it again.",
   [IdempotencyErrorCode.RATE_LIMITED]: "Too many submissions just now, and nothing was done. Try again in a moment.",
 };
 
-function refusalOf(error: IdempotencyError): ActionRefusal {
-  return {
+/** Refusals whose reason is the developer's to fix, and not said elsewhere: logged once for them. */
+const DEVELOPER_CODES: ReadonlySet<IdempotencyErrorCode> = new Set([
+  IdempotencyErrorCode.KEY_MISSING,
+  IdempotencyErrorCode.KEY_INVALID,
+]);
+
+/**
+ * The refusal a form shows. One that asks for the same submission again keeps it, its key and text fields, so the
+ * form renders them back and the press it asks for is the same action (without JavaScript the page renders anew,
+ * and a new key field would make it a second one).
+ */
+function refusalOf(error: IdempotencyError, form: FormData | undefined, log: OnceLog): ActionRefusal {
+  if (DEVELOPER_CODES.has(error.code)) log(error.message);
+  const refusal: ActionRefusal = {
     idempotencyError: {
       code: error.code,
-      message: FORM_MESSAGES[error.code] ?? error.message,
+      message: FORM_MESSAGES[error.code],
       retryable: error.retryable,
       retryAfterMs: error.retryAfterMs,
     },
   };
+  const key = form?.get(IDEMPOTENCY_KEY_FIELD);
+  if (error.retryable && typeof key === "string") refusal.submitted = { key, fields: textFieldsOf(form as FormData) };
+  return refusal;
+}
+
+/** The compared fields that are text, as a form renders them back. */
+function textFieldsOf(form: FormData): Array<[string, string]> {
+  return comparedFields(form).filter((entry): entry is [string, string] => typeof entry[1] === "string");
 }

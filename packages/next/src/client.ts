@@ -3,10 +3,11 @@
  * The client side of idemkit's Server Actions: `useIdempotentActionState`, React's `useActionState` with one key per
  * user action, for the Client Component that renders an `idempotentAction`'s form.
  */
+export { ActionKeyField } from "./client/action-key-field.js";
 export type {
   IdempotentFormAction,
   UseIdempotentActionStateOptions,
 } from "./client/use-idempotent-action-state.js";
 export { useIdempotentActionState } from "./client/use-idempotent-action-state.js";
-export type { ActionRefusal, ActionRefusalCode } from "./wire.js";
-export { IDEMPOTENCY_KEY_FIELD, isActionRefusal } from "./wire.js";
+export type { ActionRefusal, ActionRefusalCode, SubmittedAction } from "./wire.js";
+export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue } from "./wire.js";

@@ -7,5 +7,5 @@ export type {
 } from "./action.js";
 export { idempotentAction } from "./action.js";
 export { IdempotencyKeyField } from "./key-field.js";
-export type { ActionRefusal, ActionRefusalCode } from "./wire.js";
-export { IDEMPOTENCY_KEY_FIELD, isActionRefusal } from "./wire.js";
+export type { ActionRefusal, ActionRefusalCode, SubmittedAction } from "./wire.js";
+export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue } from "./wire.js";

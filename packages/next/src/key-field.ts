@@ -5,8 +5,8 @@
  */
 import { newIdempotencyKey } from "@idemkit/core/internal";
 import { connection } from "next/server.js";
-import { createElement, type ReactElement } from "react";
-import { IDEMPOTENCY_KEY_FIELD } from "./wire.js";
+import type { ReactElement } from "react";
+import { keyInput } from "./wire.js";
 
 /**
  * The hidden input that carries a form's key. A Server Component: render it inside the `<form>` on the server, or
@@ -17,9 +17,4 @@ import { IDEMPOTENCY_KEY_FIELD } from "./wire.js";
 export async function IdempotencyKeyField({ value }: { value?: string } = {}): Promise<ReactElement> {
   await connection();
   return keyInput(value ?? newIdempotencyKey());
-}
-
-/** The input itself. */
-export function keyInput(key: string): ReactElement {
-  return createElement("input", { type: "hidden", name: IDEMPOTENCY_KEY_FIELD, value: key });
 }

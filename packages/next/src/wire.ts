@@ -4,9 +4,15 @@
  * bundle takes this file.
  */
 import type { IdempotencyErrorCode } from "@idemkit/core";
+import { createElement, type ReactElement } from "react";
 
 /** The name of the form field that carries the action's Idempotency-Key. */
 export const IDEMPOTENCY_KEY_FIELD = "idempotency-key";
+
+/** The hidden input that carries `key` in a form. */
+export function keyInput(key: string): ReactElement {
+  return createElement("input", { type: "hidden", name: IDEMPOTENCY_KEY_FIELD, value: key });
+}
 
 /**
  * The field that turns a submission into a lookup: the form holds only the key, and the action answers what became
@@ -34,22 +40,45 @@ export type ActionRefusalCode = IdempotencyErrorCode | "UNREACHABLE";
 
 /**
  * A submission idemkit refused, returned as the action's value so that the form can show it: its key missing or
- * malformed, used before with other fields, still running elsewhere, or the database away (`retryable`: submitting
- * the same form again can succeed, after `retryAfterMs` when given); nothing ran. Or, from the client hook,
- * `UNREACHABLE`: no answer arrived, so it may have run; sending it again with its key is safe.
+ * malformed, used before with other fields, still running elsewhere, the database away, or its outcome unknown
+ * (`retryable`: submitting the same form again can succeed, after `retryAfterMs` when given). Or, from the client
+ * hook, `UNREACHABLE`: no answer arrived, so it may have run; sending it again with its key is safe.
  */
 export interface ActionRefusal {
   idempotencyError: {
     code: ActionRefusalCode;
+    /** For the form's user: what happened to their submission, and what to do. */
     message: string;
     retryable: boolean;
     retryAfterMs: number | undefined;
   };
+  /**
+   * A refusal that asks for the same submission again (`retryable`) keeps it: the key it came with and its text
+   * fields. A form renders them back (`ActionKeyField`, `submittedValue`), so that without JavaScript the press the
+   * message asks for is the same action, never a second one under a new key.
+   */
+  submitted?: SubmittedAction;
+}
+
+/** A refused submission, as its form renders it again. */
+export interface SubmittedAction {
+  key: string;
+  /** Its fields that are text, in order (a field may repeat); files cannot be rendered back into a form. */
+  fields: Array<[name: string, value: string]>;
 }
 
 /** Whether an action's value is a refusal: `if (isActionRefusal(state)) show(state.idempotencyError.message)`. */
 export function isActionRefusal(value: unknown): value is ActionRefusal {
   return typeof value === "object" && value !== null && "idempotencyError" in value;
+}
+
+/**
+ * The value the form's field `name` was submitted with, when `state` is a refusal that keeps its submission: for a
+ * field's `defaultValue`, so that sending the form again sends what was sent. Undefined otherwise.
+ */
+export function submittedValue(state: unknown, name: string): string | undefined {
+  if (!isActionRefusal(state)) return undefined;
+  return state.submitted?.fields.find(([field]) => field === name)?.[1];
 }
 
 /** A lookup's answer when nothing is stored for the key: it still runs, or nothing is kept (it never completed). */

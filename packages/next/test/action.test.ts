@@ -10,17 +10,19 @@ import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { notFound, redirect } from "next/navigation.js";
 import postgres from "postgres";
+import { createElement } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
-import { describe, expect, expectTypeOf, it } from "vitest";
+import { describe, expect, expectTypeOf, it, vi } from "vitest";
+import { ActionKeyField } from "../src/client/action-key-field.js";
 import {
   type ActionRefusal,
   IDEMPOTENCY_KEY_FIELD,
   IdempotencyKeyField,
   idempotentAction,
   isActionRefusal,
+  submittedValue,
 } from "../src/index.js";
-import { keyInput } from "../src/key-field.js";
-import { LOOKUP_FIELD } from "../src/wire.js";
+import { keyInput, LOOKUP_FIELD } from "../src/wire.js";
 
 const databases = notesDatabases(4);
 
@@ -100,17 +102,28 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
     expect([shop.runs(), await shop.notes(key)]).toEqual([1, 1]);
   });
 
-  it("refuses a form without its key field, or with a malformed key, as a value the form can show", async () => {
-    const shop = checkout(databases[driver]);
-    const missing = await shop.placeOrder({}, submission(undefined, { item: "tea" }));
-    expect(isActionRefusal(missing) && missing.idempotencyError).toMatchObject({
-      code: "KEY_MISSING",
-      retryable: false,
-      message: expect.stringContaining("<IdempotencyKeyField />"),
-    });
-    const malformed = await shop.placeOrder({}, submission("not a key", { item: "tea" }));
-    expect(isActionRefusal(malformed) && malformed.idempotencyError.code).toBe("KEY_INVALID");
-    expect(shop.runs()).toBe(0);
+  it("refuses a form without its key field, or with a malformed key, in words for its user, and logs the fix once", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const shop = checkout(databases[driver]);
+      const missing = await shop.placeOrder({}, submission(undefined, { item: "tea" }));
+      expect(missing).toEqual({
+        idempotencyError: {
+          code: "KEY_MISSING",
+          retryable: false,
+          retryAfterMs: undefined,
+          message: "This form could not be sent as it was, and nothing was done. Reload the page and try again.",
+        },
+      });
+      const malformed = await shop.placeOrder({}, submission("not a key", { item: "tea" }));
+      expect(isActionRefusal(malformed) && malformed.idempotencyError.code).toBe("KEY_INVALID");
+      await shop.placeOrder({}, submission(undefined, { item: "tea" }));
+      expect(shop.runs()).toBe(0);
+      const lines = logged.mock.calls.map(([line]) => String(line));
+      expect(lines.filter((line) => line.includes("<IdempotencyKeyField />"))).toHaveLength(1);
+    } finally {
+      logged.mockRestore();
+    }
   });
 
   it("refuses the key with other fields, and keeps the first state", async () => {
@@ -231,14 +244,90 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
     const duplicate = await charge(submission(key, { amount: "12" }));
     expect(isActionRefusal(duplicate) && duplicate.idempotencyError).toMatchObject({
       code: "IN_PROGRESS",
-      message: "This form is still being sent. Try again in a moment.",
+      message: "This form is still being sent. Send it again in a moment: it will not be done twice.",
       retryable: true,
       retryAfterMs: expect.any(Number),
     });
+    // Without JavaScript the page renders anew: the refusal keeps the submission, for the form to send it again.
+    expect(isActionRefusal(duplicate) && duplicate.submitted).toEqual({ key, fields: [["amount", "12"]] });
     first.open();
     expect(await running).toEqual({ charged: "12" });
     expect(await charge(submission(key, { amount: "12" }))).toEqual({ charged: "12" });
     expect(runs).toBe(1);
+  });
+
+  it("in lease mode, a value that cannot be stored keeps its key refused: pressed twice, charged once", async () => {
+    let charges = 0;
+    const pay = idempotentAction(
+      "checkout.pay",
+      async (_idempotency, form: FormData) => {
+        charges++;
+        return { paidAt: new Date(), amount: String(form.get("amount")) };
+      },
+      { store: drizzleStore({ db: databases[driver].db }), mode: "lease", scope: () => "alice" },
+    );
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const key = newKey();
+      for (let press = 0; press < 2; press++) {
+        const answer = await pay(submission(key, { amount: "12" }));
+        expect(isActionRefusal(answer) && answer.idempotencyError).toMatchObject({
+          code: "RESULT_NOT_STORABLE",
+          retryable: false,
+        });
+        // Not one to send again: a new press is a new action, with the key a new page view renders.
+        expect(isActionRefusal(answer) && answer.submitted).toBeUndefined();
+      }
+    } finally {
+      logged.mockRestore();
+    }
+    expect(charges).toBe(1);
+  });
+
+  it("says an unknown outcome as such, and keeps the submission: sent again with it, it is one order", async () => {
+    const database = databases[driver];
+    const store = drizzleStore({ db: database.db });
+    let commitAnswersLost = 1;
+    // The order commits, and the database's answer to COMMIT never arrives: the connection broke after it was sent.
+    const lossy: typeof store = {
+      ...store,
+      atomic: {
+        ...store.atomic,
+        async transaction(work) {
+          const committed = await store.atomic.transaction(work);
+          if (commitAnswersLost-- > 0) throw new Error("Connection terminated unexpectedly");
+          return committed;
+        },
+      },
+    };
+    let runs = 0;
+    const placeOrder = idempotentAction(
+      "checkout.placeOrder",
+      async ({ tx, key }, _previous: OrderState, _form: FormData): Promise<OrderState> => {
+        runs++;
+        await tx.execute(sql`insert into notes (key) values (${key})`);
+        return { orderId: runs };
+      },
+      { store: lossy, scope: () => "alice" },
+    );
+    const key = newKey();
+    const unknown = await placeOrder({}, submission(key, { item: "tea" }));
+    expect(unknown).toEqual({
+      idempotencyError: {
+        code: "OUTCOME_UNKNOWN",
+        message:
+          "We could not confirm whether this went through. Send the form again to check: it will not be done twice.",
+        retryable: true,
+        retryAfterMs: expect.any(Number),
+      },
+      submitted: { key, fields: [["item", "tea"]] },
+    });
+    // Without JavaScript the page renders anew, with the kept key and fields: the form as the user sends it again.
+    const rendered = renderToStaticMarkup(createElement(ActionKeyField, { state: unknown }, keyInput(newKey())));
+    expect(rendered).toBe(`<input type="hidden" name="idempotency-key" value="${key}"/>`);
+    const again = submission(key, { item: submittedValue(unknown, "item") ?? "" });
+    expect(await placeOrder(unknown, again)).toEqual({ orderId: 1 });
+    expect([runs, await checkout(database).notes(key)]).toEqual([1, 1]);
   });
 
   it("answers a lookup of a key with what a resubmission would get, and never runs the action for it", async () => {
@@ -300,11 +389,31 @@ describe("idempotentAction's edges", () => {
     }
   });
 
-  it("refuses to store a value JSON would not give back, and stores it through a transformer", async () => {
-    const placed = async (_idempotency: unknown, _form: FormData) => ({ at: new Date(0), note: undefined });
+  it("refuses a value JSON would not give back, and keeps the key refused; stores it through a transformer", async () => {
+    let runs = 0;
+    const placed = async (_idempotency: unknown, _form: FormData) => {
+      runs++;
+      return { at: new Date(0), note: undefined };
+    };
     const options = { store: drizzleStore({ db: databases.PGlite.db }), scope: () => "alice" };
     const plain = idempotentAction("checkout.placeOrder", placed, options);
-    await expect(plain(submission(newKey(), { item: "tea" }))).rejects.toThrow(/not plain JSON/);
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const key = newKey();
+      for (const answer of [
+        await plain(submission(key, { item: "tea" })),
+        await plain(submission(key, { item: "tea" })),
+      ]) {
+        expect(isActionRefusal(answer) && answer.idempotencyError).toMatchObject({
+          code: "RESULT_NOT_STORABLE",
+          retryable: false,
+        });
+      }
+      expect(runs).toBe(1);
+      expect(String(logged.mock.calls[0]?.[0])).toMatch(/not plain JSON/);
+    } finally {
+      logged.mockRestore();
+    }
     const dates = {
       serialize: (value: unknown) => ({ at: (value as { at: Date }).at.toISOString() }),
       deserialize: (value: unknown) => ({ at: new Date((value as { at: string }).at) }),

@@ -31,7 +31,11 @@ export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   lockTimeoutMs?: number;
   /** A clock in ms since the epoch, for tests that move time; by default the database's. */
   now?: () => number;
-  /** Where its metrics go: the global OpenTelemetry meter provider by default; this one instead; or false for none. */
+  /**
+   * Where its metrics go: the global OpenTelemetry meter provider by default; this one instead; or false for none,
+   * its channel too. `include: { errorMessages: true }` adds a failed handler's message to its `idemkit:process-once`
+   * message, which leaves it out by default.
+   */
   telemetry?: OutboxTelemetryOptions | false;
 }
 

@@ -58,7 +58,8 @@ export interface RelayOptions {
   onEvent?: (event: RelayEvent) => void;
   /**
    * Where its metrics go (see `telemetry.ts` for their names): the global OpenTelemetry meter provider by default,
-   * a no-op until the app registers an SDK; this one instead; or false for none.
+   * a no-op until the app registers an SDK; this one instead; or false for none, its channel too. `include` adds
+   * payloads and error messages to its `idemkit:relay` messages, which leave them out by default.
    */
   telemetry?: OutboxTelemetryOptions | false;
 }

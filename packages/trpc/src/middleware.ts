@@ -198,7 +198,8 @@ export function idempotency<
         const idempotencyContext = idempotencyContextOf<Tx>(request, execution);
         const overrides = { idempotency: idempotencyContext, ...(dbKey !== undefined && { [dbKey]: execution.tx }) };
         const result = explainBypass(await opts.next({ ctx: overrides as Overrides }));
-        return settle(result, !(input.unreadable && !result.ok && causedBy(result.error, input.unreadable.error)));
+        const inputUsable = !(input.unreadable && !result.ok && causedBy(result.error, input.unreadable.error));
+        return execution.answer(() => settle(result, inputUsable));
       });
       if (!run.replayed) return run.value;
       exchange?.setHeader?.(IDEMPOTENT_REPLAYED_HEADER, "true");

@@ -10,9 +10,17 @@
  * "7" and organisation "7" are the same string), so each procedure is read under its own middleware's scope
  * function, and a procedure the lookup does not list is refused rather than read under a scope that may not be its.
  */
-import { type IdempotencyOutcomeAnswer, type IdempotencyStore, parseIdempotencyKey } from "@idemkit/core";
-import { type RecordOutcome, recordOutcome } from "@idemkit/core/internal";
+import {
+  type CallLimits,
+  httpStatusOf,
+  type IdempotencyOutcomeAnswer,
+  type IdempotencyStore,
+  isIdempotencyError,
+  parseIdempotencyKey,
+} from "@idemkit/core";
+import { lookUpOutcome, type RecordOutcome } from "@idemkit/core/internal";
 import { TRPCError } from "@trpc/server";
+import { toTRPCError } from "./errors.js";
 import { type IdempotencyTransformer, outputTransformer, type StoredBody } from "./stored-body.js";
 
 /** Which action to look up: the mutation's path (`checkout.placeOrder`) and the key it was sent with. */
@@ -53,6 +61,13 @@ export interface OutcomeLookupSettings {
   transformer?: IdempotencyTransformer;
   /** The clock, in ms since the epoch, to tell expired records; for tests that move time. */
   now?: () => number;
+  /**
+   * The middleware's `limits`, so that a lookup counts as one of its calls: a scope cannot ask about more keys, or
+   * more at once, than it could send. Default: none.
+   */
+  limits?: CallLimits;
+  /** The longest the read may take, in ms, before the lookup is answered 503 SERVICE_UNAVAILABLE. Default 5 s. */
+  storeTimeoutMs?: number;
 }
 
 /** The longest procedure path the lookup accepts: paths are the router's own names, never user text. */
@@ -95,6 +110,8 @@ export function outcomeLookup<TCtx>({
   transformer,
   procedures,
   now = Date.now,
+  limits,
+  storeTimeoutMs,
 }: OutcomeLookupOptions<TCtx>) {
   const output = outputTransformer(transformer);
   const scopes = scopesByPath(procedures, scope);
@@ -110,7 +127,12 @@ export function outcomeLookup<TCtx>({
         message: "outcomeLookup(): scope() must return a non-empty string.",
       });
     }
-    return answerFor(await recordOutcome(store, { scope, path: input.path, key: input.key }, now()), output);
+    const id = { scope, path: input.path, key: input.key };
+    try {
+      return answerFor(await lookUpOutcome(store, id, { now, limits, storeTimeoutMs }), output);
+    } catch (error) {
+      throw isIdempotencyError(error) ? toTRPCError(error, undefined) : error;
+    }
   };
 }
 
@@ -136,6 +158,10 @@ function scopesByPath<TCtx>(
 }
 
 function answerFor(outcome: RecordOutcome, output: ReturnType<typeof outputTransformer>): IdempotencyOutcomeAnswer {
+  if (outcome.state === "refused") {
+    const { code, message } = toTRPCError(outcome.refusal, undefined);
+    return { state: "failed", status: httpStatusOf(outcome.refusal.code), error: { code, message } };
+  }
   if (outcome.state !== "stored") return outcome;
   const body = JSON.parse(outcome.response.body) as StoredBody;
   if (body.error) return { state: "failed", status: outcome.response.status, error: body.error };

@@ -7,6 +7,7 @@ import { drizzleStore } from "@idemkit/drizzle";
 import { openPostgres, type ServedHandler, serveFetch } from "@idemkit/testkit";
 import { createTRPCClient, httpLink } from "@trpc/client";
 import { initTRPC } from "@trpc/server";
+import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import superjson from "superjson";
@@ -459,6 +460,42 @@ describe("lease mode", () => {
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(app.executions.get("noInput")).toBe(1);
   });
+});
+
+describe("a result that cannot be stored, once the procedure ran", () => {
+  it.each(["lease", "atomic"] as const)(
+    "in %s mode keeps the key refused: called twice, the procedure ran once, and both are told RESULT_NOT_STORABLE",
+    async (mode) => {
+      const t = initTRPC.context<{ userId: string }>().create();
+      let charges = 0;
+      // No transformer: a Date cannot be stored as plain JSON, and is noticed only after the charge was made.
+      const protectedMutation = t.procedure.use(
+        idempotency({ store: drizzleStore({ db: database.db }), mode, scope: ({ ctx }) => ctx.userId }),
+      );
+      const router = t.router({
+        pay: protectedMutation.mutation(async ({ ctx }) => {
+          charges++;
+          await ctx.idempotency.tx?.execute(sql`insert into orders (user_id, sku, qty) values (${ctx.userId}, 'A', 1)`);
+          return { paidAt: new Date() };
+        }),
+      });
+      const alice = user();
+      const caller = router.createCaller(withIdempotencyKey({ userId: alice }, globalThis.crypto.randomUUID()));
+      const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+      try {
+        for (let press = 0; press < 2; press++) {
+          const refused = await caller.pay().catch((error: unknown) => error);
+          expect(refused).toMatchObject({ code: "INTERNAL_SERVER_ERROR", cause: { code: "RESULT_NOT_STORABLE" } });
+        }
+        expect(String(logged.mock.calls[0]?.[0])).toMatch(/not plain JSON/);
+      } finally {
+        logged.mockRestore();
+      }
+      expect(charges).toBe(1);
+      // Atomic mode: the refusal is kept, the writes of a call answered with it are not.
+      expect(await ordersOf(alice)).toBe(0);
+    },
+  );
 });
 
 describe("the app's own database handle (dbKey)", () => {

@@ -1,7 +1,8 @@
 /**
  * A database that has no idemkit table (a forgotten migration), or an older one: protected mutations are answered
- * 500 STORE_MISCONFIGURED, naming what is missing and the command that makes it, logged once at error level, and
- * never 503 "retry later", which clients would retry for nothing. Nothing runs.
+ * 500 STORE_MISCONFIGURED, never 503 "retry later", which clients would retry for nothing. What is missing and the
+ * command that makes it are the operator's: logged once at error level, and never sent to the client, which is told
+ * only that nothing ran. Nothing runs.
  */
 import { createDatabase, type ServedHandler, serveFetch } from "@idemkit/testkit";
 import { drizzle } from "drizzle-orm/postgres-js";
@@ -29,7 +30,7 @@ afterEach(async () => {
 });
 
 describe.each(["atomic", "lease"] as const)("a database without idemkit's table, in %s mode", (mode) => {
-  it("answers 500 STORE_MISCONFIGURED naming the table and the fix, logs it once, and runs nothing", async () => {
+  it("answers 500 STORE_MISCONFIGURED, logs the table and the fix once, tells the client neither, and runs nothing", async () => {
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
       const app = createApp({ db: drizzle(client), mode });
@@ -44,11 +45,13 @@ describe.each(["atomic", "lease"] as const)("a database without idemkit's table,
           retryable: false,
           retryAfterMs: null,
         });
-        expect(answer.error?.message).toMatch(/relation "idempotency_keys" does not exist.*drizzle-kit/s);
+        expect(answer.error?.message).toBe(
+          "The server is not set up to protect this request, so it was not run. Its operator has been told.",
+        );
         expect(answer.headers.get("retry-after")).toBeNull();
       }
       expect(logged).toHaveBeenCalledTimes(1);
-      expect(String(logged.mock.calls[0]?.[0])).toMatch(/idempotency_keys/);
+      expect(String(logged.mock.calls[0]?.[0])).toMatch(/relation "idempotency_keys" does not exist.*drizzle-kit/s);
       expect(app.executions.get("placeOrder")).toBeUndefined();
     } finally {
       logged.mockRestore();
@@ -56,7 +59,7 @@ describe.each(["atomic", "lease"] as const)("a database without idemkit's table,
   });
 });
 
-it("names the migration when the table is from the version whose fence was a plain integer", async () => {
+it("names the migration in the log when the table is from the version whose fence was a plain integer", async () => {
   const logged = vi.spyOn(console, "error").mockImplementation(() => {});
   try {
     await client.unsafe(`create table idempotency_keys (scope text not null, path text not null, key text not null,
@@ -68,7 +71,8 @@ it("names the migration when the table is from the version whose fence was a pla
     servers.push(server);
     const answer = await mutate(server.url, "placeOrder", { sku: "A", qty: 1 });
     expect(answer.status).toBe(500);
-    expect(answer.error?.message).toMatch(/0002_fences_never_repeat/);
+    expect(answer.error?.message).not.toMatch(/0002_fences_never_repeat|idempotency_keys/);
+    expect(String(logged.mock.calls[0]?.[0])).toMatch(/0002_fences_never_repeat/);
   } finally {
     logged.mockRestore();
   }

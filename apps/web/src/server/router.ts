@@ -13,7 +13,7 @@ import { z } from "zod";
 import { type BodyOutcome, readBody } from "./body";
 import { ORDER_PLACED, type OrderPlaced, outbox } from "./confirmations";
 import type { Database } from "./database";
-import { beforeCommit, countedWhileReading } from "./faults";
+import { beforeCommit, countedWhileReading, withCommitFaults } from "./faults";
 import { confirmations, orderLines, orders, payments } from "./schema";
 import { userFromCookies } from "./user";
 
@@ -95,7 +95,7 @@ export interface RouterOptions {
 }
 
 export function createRouter({ db, replayCacheSize }: RouterOptions) {
-  const store = drizzleStore({ db });
+  const store = withCommitFaults(drizzleStore({ db }));
   const scope = ({ ctx }: { ctx: { userId: string } }) => ctx.userId;
   const idempotent = withUser.use(
     idempotency({

@@ -7,6 +7,7 @@ import { isSealedBody, sealedWithoutKeys } from "../encrypted-store.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "../errors.js";
 import type { ClaimRequest, IdempotencyStore, StoredRecord, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
+import { keptRefusalOf } from "../stored-refusal.js";
 import type { ReplayCache } from "./replay-cache.js";
 import {
   type Emit,
@@ -54,6 +55,11 @@ export function reportingTo(
   };
 }
 
+/** What a store failure is answered with: nothing ran, or the work may have been kept. */
+export type StoreFailureCode =
+  | typeof IdempotencyErrorCode.STORE_UNAVAILABLE
+  | typeof IdempotencyErrorCode.OUTCOME_UNKNOWN;
+
 /** The answers of one engine: built once, shared by its lease and atomic runs. */
 export type Answers = ReturnType<typeof answersOf>;
 
@@ -78,6 +84,8 @@ export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
       if (isSealedBody(record.response.body)) throw sealedWithoutKeys(request);
       cache.set(request, record);
       report(IdempotencyEventType.REPLAYED, request);
+      const refusal = keptRefusalOf(record.response);
+      if (refusal) throw refusal;
       return { replayed: true, response: record.response };
     }
     // The lease only bounds a call that crashed; a live one usually ends soon, so the client is told to come back
@@ -95,28 +103,20 @@ export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
     );
   }
 
-  let misconfigurationLogged = false;
-  /** A store that is not set up is an operator's to fix: said once in the log, and answered as it is (a 500). */
-  function misconfigured(error: IdempotencyError): IdempotencyError {
-    if (!misconfigurationLogged) {
-      misconfigurationLogged = true;
-      console.error(`idemkit: ${error.message}`);
-    }
-    return error;
-  }
-
+  /**
+   * A store failure, said as what it means for the request: by default that nothing ran (STORE_UNAVAILABLE); with
+   * OUTCOME_UNKNOWN, that the work may have been kept. A store that is not set up is answered as it is (a 500 whose
+   * detail the engine logs for the operator and keeps from the client).
+   */
   function storeFailure(
     request: IdempotentRequest,
     error: unknown,
     message = "The idempotency store is unavailable, so the request was not run; retry later.",
+    code: StoreFailureCode = IdempotencyErrorCode.STORE_UNAVAILABLE,
   ): IdempotencyError {
     emit(IdempotencyEventType.STORE_ERROR, request, { error });
-    if (isIdempotencyError(error) && error.code === IdempotencyErrorCode.STORE_MISCONFIGURED)
-      return misconfigured(error);
-    return new IdempotencyError(IdempotencyErrorCode.STORE_UNAVAILABLE, message, {
-      cause: error,
-      retryAfterMs: busyRetryAfterMs,
-    });
+    if (isIdempotencyError(error) && error.code === IdempotencyErrorCode.STORE_MISCONFIGURED) return error;
+    return new IdempotencyError(code, message, { cause: error, retryAfterMs: busyRetryAfterMs });
   }
 
   /** A store call that may not take longer than `storeTimeoutMs`. */

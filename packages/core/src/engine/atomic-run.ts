@@ -7,7 +7,7 @@ import { Deadline } from "../deadline.js";
 import { IdempotencyErrorCode, isIdempotencyError, isProcedureTransactionError } from "../errors.js";
 import type { AtomicCapability, StoredResponse } from "../store.js";
 import { replacement } from "../store.js";
-import type { Answers, EngineSettings } from "./answers.js";
+import type { Answers, EngineSettings, StoreFailureCode } from "./answers.js";
 import {
   type Emit,
   type Execution,
@@ -16,6 +16,7 @@ import {
   type RunResult,
   type Settlement,
 } from "./types.js";
+import { answering } from "./unstorable.js";
 import { FIRST_POLL_MS, MAX_POLL_MS, noConnectionMessage, type Patience } from "./waiting.js";
 
 const HELD_ELSEWHERE = Symbol("held elsewhere");
@@ -135,9 +136,12 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
     // Decisions taken inside the transaction are reported once it has ended, so no observer holds it open.
     const decided: Array<Parameters<Emit>> = [];
     const report: Emit = (...event) => void decided.push(event);
-    const unavailable = (message: string) => () => storeFailure(request, new Error(message), message);
+    const unavailable =
+      (message: string, code: StoreFailureCode = IdempotencyErrorCode.STORE_UNAVAILABLE) =>
+      () =>
+        storeFailure(request, new Error(message), message, code);
     // What a store failure means depends on how far the request got: nothing ran, nothing was kept, or unknown.
-    let failure: string | undefined;
+    let failure: { message: string; code: StoreFailureCode } | undefined;
     const deadline = new Deadline();
     // A duplicate's wait (waitMs) covers queueing for a connection as well as waiting on the key's row.
     deadline.arm(waitLeft(), unavailable(noConnectionMessage(waitMs)));
@@ -160,8 +164,11 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
           }
           noteMiss(claimed.status === "exists");
           if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now, report);
-          failure =
-            "The database failed during the request's transaction, so none of its writes were kept; retry later.";
+          failure = {
+            message:
+              "The database failed during the request's transaction, so none of its writes were kept; retry later.",
+            code: IdempotencyErrorCode.STORE_UNAVAILABLE,
+          };
           deadline.arm(
             startedAt + transactionTimeoutMs - now(),
             unavailable(
@@ -178,6 +185,7 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
               signal ??= new AbortController().signal;
               return signal;
             },
+            answer: answering,
           });
           const settlement = await deadline.race(
             procedure.catch((error: unknown) => {
@@ -191,11 +199,15 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
             unavailable(
               `The database did not confirm the commit within ${storeTimeoutMs} ms, so this request's outcome is ` +
                 "unknown; retry with the same key to get it.",
+              IdempotencyErrorCode.OUTCOME_UNKNOWN,
             ),
           );
-          failure =
-            "The database failed before confirming the commit, so this request's outcome is unknown; retry with " +
-            "the same key to get it.";
+          failure = {
+            message:
+              "The database failed before confirming the commit, so this request's outcome is unknown; retry with " +
+              "the same key to get it.",
+            code: IdempotencyErrorCode.OUTCOME_UNKNOWN,
+          };
           const expiresAt = now() + ttlMs;
           await session.complete(claim.id, response, expiresAt, { undoEffects: response.status >= 400 });
           committed = { fence: claimed.fence, response, expiresAt };
@@ -223,7 +235,7 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
         throw error;
       }
       if (isIdempotencyError(error) && error.code !== IdempotencyErrorCode.STORE_MISCONFIGURED) throw error;
-      throw storeFailure(request, error, failure);
+      throw storeFailure(request, error, failure?.message, failure?.code);
     } finally {
       deadline.clear();
       for (const event of decided) emit(...event);

@@ -18,6 +18,7 @@ import {
   type RunResult,
   type Settlement,
 } from "./types.js";
+import { answering } from "./unstorable.js";
 
 /** Waits between attempts to store a lease-mode result after the store failed: short, the client is waiting. */
 const COMPLETION_RETRY_DELAYS_MS = [100, 400];
@@ -61,7 +62,7 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
     const abort = () => aborter.abort(lease.signal.reason);
     if (lease.signal.aborted) abort();
     else lease.signal.addEventListener("abort", abort, { once: true });
-    const work = execute({ tx: undefined, signal: aborter.signal }).then(
+    const work = execute({ tx: undefined, signal: aborter.signal, answer: answering }).then(
       (settlement) => ({ settlement }),
       (error: unknown) => ({ error }),
     );

@@ -12,8 +12,12 @@
  * | `idemkit.call.duration` | histogram (s)   | outcome, mode, path                       |
  * | `idemkit.replay.ratio`  | gauge           | path: replayed / (executed + replayed)    |
  *
- * Channels: `idemkit:call` (one message per call, when it ends) and `idemkit:event` (each engine decision, as
- * `onEvent` gets it).
+ * A path is named (in its series, and in its span's name) while its meter provider knows fewer than
+ * `MAX_SERIES_VALUES` paths; the later ones share one series, marked `otel.metric.overflow`, and their spans are
+ * named `idemkit` (a span's `idemkit.path` attribute is its path all the same).
+ *
+ * Channels: `idemkit:call` (one message per call, when it ends) and `idemkit:event` (each engine decision). Neither
+ * channels nor spans carry what the app's own data may hold (a scope, an error's message) unless `include` says so.
  */
 import {
   type Attributes,
@@ -33,10 +37,11 @@ import {
   channelNamed,
   type ErrorSummary,
   instrumentsPer,
+  OVERFLOWED,
   publishTo,
   quietly,
+  type SeriesLimit,
   summaryOf,
-  withErrorSummary,
 } from "../observing.js";
 import { settlingOf } from "./settling.js";
 import type { IdempotencyEvent, IdempotencyMode, IdempotentRequest, RunResult, Settlement } from "./types.js";
@@ -53,8 +58,16 @@ export const CallOutcome = {
   MISMATCH: "mismatch",
   /** It ran and failed, or answered what is not kept (a 5xx): the key was released, a retry runs again. */
   RELEASED: "released",
-  /** The store failed or is not set up: answered STORE_UNAVAILABLE or STORE_MISCONFIGURED; nothing ran. */
+  /**
+   * The store failed or is not set up: answered STORE_UNAVAILABLE or STORE_MISCONFIGURED, and nothing ran; or
+   * OUTCOME_UNKNOWN, when it failed to confirm the commit of a call that ran.
+   */
   STORE_ERROR: "store_error",
+  /**
+   * It ran, but its answer could not be stored (not serializable, or `redact` threw): a refusal is kept for its key
+   * in the answer's place, RESULT_NOT_STORABLE, and so is a retry with it answered.
+   */
+  UNSTORABLE: "unstorable",
   /** Lease mode: its lease was lost, or its answer could not be stored. */
   LEASE_LOST: "lease_lost",
   /** Its scope was over the engine's `limits`: answered RATE_LIMITED; nothing ran. */
@@ -67,13 +80,30 @@ export const CallOutcome = {
 } as const;
 export type CallOutcome = (typeof CallOutcome)[keyof typeof CallOutcome];
 
-/** Where the engine's telemetry goes: the global OpenTelemetry providers by default, or these; false for none. */
+/**
+ * Where the engine's telemetry goes (the global OpenTelemetry providers by default, or these; false for none), and
+ * what of the app's own data it carries.
+ */
 export interface TelemetryOptions {
   tracerProvider?: TracerProvider;
   meterProvider?: MeterProvider;
+  /**
+   * What spans and channel messages carry of the app's own data, which may be personal (a user's id or email) or
+   * secret (an input, a connection string in a driver's message), and which anyone subscribed to a channel or reading
+   * a trace would see. Each is off by default; metrics never carry either.
+   */
+  include?: {
+    /** `idemkit:event` messages carry the call's `scope`. Default false. */
+    scope?: boolean;
+    /**
+     * Errors carry their message: a channel message's `error.message`, and a span's exception event its
+     * `exception.message` and `exception.stacktrace`. Default false: an error is told by its name and code alone.
+     */
+    errorMessages?: boolean;
+  };
 }
 
-/** What `idemkit:call` subscribers get, once per call. The scope (a user id) is left out. */
+/** What `idemkit:call` subscribers get, once per call. The scope (a user id) is never in it. */
 export interface CallMessage {
   path: string;
   key: string;
@@ -91,8 +121,12 @@ export interface CallMessage {
   error?: ErrorSummary;
 }
 
-/** What `idemkit:event` subscribers get: each decision as `onEvent` gets it, its error summed up. */
-export interface EventMessage extends Omit<IdempotencyEvent, "error"> {
+/**
+ * What `idemkit:event` subscribers get: each decision as `onEvent` gets it, its error summed up, and its scope only
+ * with `include: { scope: true }`.
+ */
+export interface EventMessage extends Omit<IdempotencyEvent, "scope" | "error"> {
+  scope?: string;
   error?: ErrorSummary;
 }
 
@@ -110,12 +144,7 @@ const INSTRUMENTATION = "@idemkit/core";
 
 const channels = { call: channelNamed("idemkit:call"), event: channelNamed("idemkit:event") };
 
-/**
- * The most paths the hit rate is kept for, per meter provider (the engines reporting to one share them). A path is
- * a route's name, but the Fetch adapter's default is the URL's path, which can hold ids: past this many, the others
- * share one point, marked as the SDK marks its own overflow, so memory stays bounded.
- */
-const MAX_TALLIED_PATHS = 1_000;
+/** The tally's slot for the paths past the limit. */
 const OVERFLOW = Symbol("overflow");
 
 /** One meter's instruments, made once per provider: instruments of a no-op meter stay no-ops once an SDK is set. */
@@ -123,17 +152,19 @@ interface Instruments {
   calls: Counter;
   active: UpDownCounter;
   duration: Histogram;
-  /** Per path: answers executed and replayed, for the hit rate. */
+  /** The paths named in this provider's series and in span names (the engines reporting to it share them). */
+  paths: SeriesLimit;
+  /** Per named path, and for the rest together: answers executed and replayed, for the hit rate. */
   tally: Map<string | typeof OVERFLOW, { executed: number; replayed: number }>;
 }
-const instrumentsOf = instrumentsPer(INSTRUMENTATION, (meter): Instruments => {
+const instrumentsOf = instrumentsPer(INSTRUMENTATION, (meter, bounded): Instruments => {
   const tally: Instruments["tally"] = new Map();
   const ratio = meter.createObservableGauge("idemkit.replay.ratio", {
     description: "Of the calls answered so far, the share answered with a stored answer (replays), per path.",
   });
   ratio.addCallback((result) => {
     for (const [path, { executed, replayed }] of tally) {
-      const attributes = path === OVERFLOW ? { "otel.metric.overflow": true } : { "idemkit.path": path };
+      const attributes = path === OVERFLOW ? OVERFLOWED : { "idemkit.path": path };
       if (executed + replayed > 0) result.observe(replayed / (executed + replayed), attributes);
     }
   });
@@ -147,15 +178,18 @@ const instrumentsOf = instrumentsPer(INSTRUMENTATION, (meter): Instruments => {
       description: "How long a protected call took, waiting and store included.",
       unit: "s",
     }),
+    paths: bounded(
+      "idemkit.path",
+      "A path names a route: an endpoint named by its URL (a `path` that returns the request's URL, or " +
+        '`engine.run` given it) puts ids in it. Name its route instead (`path: () => "/api/orders/[id]/pay"`). ' +
+        "The spans of the other paths are named `idemkit`.",
+    ),
     tally,
   };
 });
 
-/** The answers counted for `path`, or for the overflow once too many paths are known. */
-function tallied(tally: Instruments["tally"], path: string): { executed: number; replayed: number } {
-  const known = tally.get(path);
-  if (known) return known;
-  const slot = tally.size < MAX_TALLIED_PATHS ? path : OVERFLOW;
+/** The answers counted for `slot`: a named path, or the rest together. */
+function tallied(tally: Instruments["tally"], slot: string | typeof OVERFLOW): { executed: number; replayed: number } {
   const counts = tally.get(slot) ?? { executed: 0, replayed: 0 };
   tally.set(slot, counts);
   return counts;
@@ -180,6 +214,8 @@ function thrownOutcome(error: unknown): CallOutcome {
       return CallOutcome.LEASE_LOST;
     case IdempotencyErrorCode.RATE_LIMITED:
       return CallOutcome.RATE_LIMITED;
+    case IdempotencyErrorCode.RESULT_NOT_STORABLE:
+      return CallOutcome.UNSTORABLE;
     default:
       return CallOutcome.STORE_ERROR;
   }
@@ -193,12 +229,20 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
   const off = options === false;
   const tracerProvider = () => (off ? undefined : (options?.tracerProvider ?? trace.getTracerProvider()));
   const meterProvider = () => (off ? undefined : (options?.meterProvider ?? metrics.getMeterProvider()));
+  const { include = {} } = options || {};
+  const withErrorMessages = include.errorMessages === true;
 
   return {
     event(event: IdempotencyEvent): void {
-      // A copy: a subscriber that changes what it got changes nothing of what onEvent gets.
       if (off) return;
-      publishTo(channels.event, (): EventMessage => withErrorSummary(event));
+      // A copy: a subscriber that changes what it got changes nothing of what onEvent gets.
+      publishTo(channels.event, (): EventMessage => {
+        const { scope, error, ...decision } = event;
+        const message: EventMessage = decision;
+        if (include.scope === true) message.scope = scope;
+        if (error !== undefined) message.error = summaryOf(error, withErrorMessages);
+        return message;
+      });
     },
 
     /**
@@ -228,20 +272,25 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
           waitedMs += ms;
         },
       };
-      const base: Attributes = { "idemkit.mode": mode, "idemkit.path": request.path };
       let span: Span | undefined;
       let instruments: Instruments | undefined;
+      // Whether its path is named, decided once: the call's +1 in flight and its -1 land on one series.
+      let named = false;
       // Each reporter on its own: one that throws leaves the others, and the answer, as they are.
-      quietly(() => {
-        span = tracerProvider()
-          ?.getTracer(INSTRUMENTATION)
-          .startSpan(`idemkit ${request.path}`, { attributes: { ...base, "idemkit.key": request.key } });
-      });
       quietly(() => {
         const provider = meterProvider();
         instruments = provider && instrumentsOf(provider);
-        instruments?.active.add(1, base);
+        named = instruments?.paths.admits(request.path) === true;
       });
+      const base: Attributes = { "idemkit.mode": mode, ...(named ? { "idemkit.path": request.path } : OVERFLOWED) };
+      quietly(() => {
+        span = tracerProvider()
+          ?.getTracer(INSTRUMENTATION)
+          .startSpan(named ? `idemkit ${request.path}` : "idemkit", {
+            attributes: { "idemkit.mode": mode, "idemkit.path": request.path, "idemkit.key": request.key },
+          });
+      });
+      quietly(() => instruments?.active.add(1, base));
       const ended = (outcome: CallOutcome, error?: unknown) => {
         const durationMs = performance.now() - startedAt;
         // The rest of the call is idemkit's with its store: the statements, BEGIN and COMMIT, a connection's wait.
@@ -252,7 +301,7 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
           instruments?.calls.add(1, attributes);
           instruments?.duration.record(durationMs / 1_000, attributes);
           if (instruments && (outcome === CallOutcome.EXECUTED || outcome === CallOutcome.REPLAYED)) {
-            tallied(instruments.tally, request.path)[outcome]++;
+            tallied(instruments.tally, named ? request.path : OVERFLOW)[outcome]++;
           }
         });
         quietly(() => {
@@ -266,7 +315,10 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
           });
           const refusal = [CallOutcome.CONFLICT, CallOutcome.MISMATCH, CallOutcome.RATE_LIMITED] as CallOutcome[];
           if (error !== undefined && !refusal.includes(outcome)) {
-            span.recordException(error instanceof Error ? error : String(error));
+            // By default its type alone (its code, or its name): the message and the stack, which begins with it,
+            // may hold what the app put in them.
+            if (!withErrorMessages) span.recordException(summaryOf(error, false));
+            else span.recordException(error instanceof Error ? error : String(error));
             span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
           }
           span.end();
@@ -281,7 +333,7 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
             waitedMs,
             storeMs,
           };
-          if (error !== undefined) message.error = summaryOf(error);
+          if (error !== undefined) message.error = summaryOf(error, withErrorMessages);
           return message;
         });
       };

@@ -136,6 +136,12 @@ export interface Execution<Tx> {
    * mode: never aborts (the transaction holds the key, and `transactionTimeoutMs` rolls it back).
    */
   signal: AbortSignal;
+  /**
+   * Builds the work's answer once the work has run: an adapter serializes its value or reads its body here. A throw
+   * here is not the work failing, so the key is not released for a retry to run the work again: a refusal is kept
+   * for it instead (RESULT_NOT_STORABLE), which this call and every retry with its key are answered with.
+   */
+  answer<A>(build: () => A | Promise<A>): Promise<A>;
 }
 
 /**

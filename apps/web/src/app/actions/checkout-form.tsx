@@ -5,7 +5,7 @@
  * mid-submit looks the order up); before that, and without JavaScript, it is a plain form post carrying the key
  * field the server rendered.
  */
-import { isActionRefusal, useIdempotentActionState } from "@idemkit/next/client";
+import { ActionKeyField, isActionRefusal, submittedValue, useIdempotentActionState } from "@idemkit/next/client";
 import { type ReactNode, useEffect, useState } from "react";
 import { placeOrderAction } from "./place-order";
 
@@ -33,10 +33,12 @@ export function CheckoutForm({
   const problem = isActionRefusal(state) ? state.idempotencyError.message : state.problem;
   return (
     <form action={formAction} aria-label="Order" aria-busy={pending} data-ready={ready || undefined}>
-      {keyField}
+      {/* A refusal that asks for the same order again keeps its key and fields: without JavaScript, pressing again
+          is then that order, not a second one. */}
+      <ActionKeyField state={state}>{keyField}</ActionKeyField>
       <label>
         Product{" "}
-        <select name="sku" defaultValue="tea">
+        <select name="sku" defaultValue={submittedValue(state, "sku") ?? "tea"}>
           {products.map((product) => (
             <option key={product.sku} value={product.sku}>
               {product.name}
@@ -45,7 +47,7 @@ export function CheckoutForm({
         </select>
       </label>{" "}
       <label>
-        Quantity <input name="qty" type="number" min={1} max={99} defaultValue={1} />
+        Quantity <input name="qty" type="number" min={1} max={99} defaultValue={submittedValue(state, "qty") ?? 1} />
       </label>{" "}
       <button type="submit">Place order</button>
       {problem ? <p role="alert">{problem}</p> : null}

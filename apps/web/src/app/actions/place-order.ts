@@ -11,6 +11,7 @@ import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { ORDER_PLACED, type OrderPlaced, outbox } from "@/server/confirmations";
 import { database } from "@/server/database";
+import { beforeCommit, withCommitFaults } from "@/server/faults";
 import { CATALOG, writeOrder } from "@/server/router";
 import { userFromCookies } from "@/server/user";
 
@@ -46,10 +47,11 @@ export async function placeOrderAction(
       const order = await writeOrder(idempotency.tx, idempotency.scope, [{ sku, qty }], idempotency.subKey("payment"));
       const placed: OrderPlaced = { orderId: order.orderId };
       await outbox.enqueue(idempotency, { topic: ORDER_PLACED, payload: placed });
+      await beforeCommit(idempotency.scope);
       redirect(`/actions?placed=${order.orderId}`);
     },
     {
-      store: drizzleStore({ db: (await database()).db }),
+      store: withCommitFaults(drizzleStore({ db: (await database()).db })),
       scope: currentUser,
       stores: (state) => (state as CheckoutState).problem === undefined,
     },

@@ -9,6 +9,7 @@ import { userFromCookies } from "@/server/user";
 const plan = z.object({
   failBeforeCommit: z.number().int().min(0).max(10).optional(),
   slowMs: z.number().int().min(0).max(30_000).optional(),
+  loseCommitAnswer: z.number().int().min(0).max(10).optional(),
 });
 
 export function GET(): Response {
@@ -22,10 +23,11 @@ export async function POST(req: Request): Promise<Response> {
   if (!userId) return Response.json({ error: "No uid cookie." }, { status: 401 });
   const parsed = plan.safeParse(await req.json().catch(() => undefined));
   if (!parsed.success) return Response.json({ error: parsed.error.issues }, { status: 400 });
-  const { failBeforeCommit, slowMs } = parsed.data;
+  const { failBeforeCommit, slowMs, loseCommitAnswer } = parsed.data;
   armFaults(userId, {
     ...(failBeforeCommit !== undefined && { failBeforeCommit }),
     ...(slowMs !== undefined && { slowMs }),
+    ...(loseCommitAnswer !== undefined && { loseCommitAnswer }),
   });
   return Response.json({ armed: parsed.data });
 }

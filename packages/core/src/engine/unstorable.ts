@@ -1,0 +1,41 @@
+/**
+ * Once a call's work has run, nothing that fails afterwards may release its key: the retry would run the work a
+ * second time (a charge made twice). What fails afterwards is turning the work's outcome into what is stored: an
+ * adapter serializing a value, reading a response's body, the app's `redact`. The adapter builds its answer in
+ * `execution.answer(...)`, whose throw is told from the work's own by this wrapper, and the engine then keeps a
+ * refusal for the key in the answer's place (`stored-refusal.ts`).
+ */
+import { IdempotencyErrorCode } from "../errors.js";
+import type { OnceLog } from "../operator-detail.js";
+import { storedRefusal } from "../stored-refusal.js";
+import type { IdempotentRequest, Settlement } from "./types.js";
+
+/** An answer that failed to build after its work ran: `error` is why. */
+export class UnstorableAnswer {
+  constructor(readonly error: unknown) {}
+}
+
+/** `Execution.answer`: builds an answer after the work, its failure marked as such. */
+export async function answering<A>(build: () => A | Promise<A>): Promise<A> {
+  try {
+    return await build();
+  } catch (error) {
+    throw new UnstorableAnswer(error);
+  }
+}
+
+/** The value a first call settles with when its answer could not be stored: the engine answers it the refusal. */
+export const UNSTORABLE: unique symbol = Symbol("unstorable answer");
+
+/**
+ * What is stored in place of `request`'s answer, which could not be: a refusal. Why is logged once per distinct
+ * reason, as it is the developer's to fix (a value that is not plain JSON, a `redact` that throws).
+ */
+export function unstorableSettlement<T>(request: IdempotentRequest, reason: unknown, log: OnceLog): Settlement<T> {
+  const why = reason instanceof Error ? reason.message : String(reason);
+  log(
+    `${request.path} ran, but its answer could not be stored, so its key is kept refused (RESULT_NOT_STORABLE) and ` +
+      `the work is not run again: ${why}`,
+  );
+  return { value: UNSTORABLE as T, response: storedRefusal(IdempotencyErrorCode.RESULT_NOT_STORABLE) };
+}
