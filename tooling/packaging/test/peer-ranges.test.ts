@@ -44,7 +44,7 @@ const ENDS = {
     "@trpc/server": "11.25.2",
     "@trpc/client": "11.25.2",
     "drizzle-orm": "0.45.4",
-    postgres: "3.4.9",
+    postgres: "4.2.0",
   },
   "release candidate": {
     "@trpc/server": "11.25.2",
