@@ -119,7 +119,10 @@ test.describe("without JavaScript, a refusal keeps the order", () => {
 
   test("a second press refused while the first still runs asks to send it again: that press is the same order, placed once", async ({
     page,
-  }) => {
+  }, testInfo) => {
+    // The first order must outlast the duplicate's wait (5 s) holding its transaction: PGlite has one connection,
+    // and every other test on it would wait as long. PostgreSQL's pool has others.
+    test.skip(testInfo.project.name === "pglite", "an order held past waitMs would stall the other tests on PGlite");
     await page.goto("/actions");
     await armFaults(page.request, { slowMs: 8_000 });
     await page.getByLabel("Quantity").fill("3");

@@ -139,7 +139,9 @@ export function createIdempotencyEngine<Tx>({
     const id = { scope: request.scope, path: request.path, key: request.key };
     const { status, body } = settlement.response;
     try {
-      return { ...settlement, response: { status, body: redact(body, id) } };
+      const kept = redact(body, id);
+      if (typeof kept !== "string") throw new TypeError(`redact returned ${typeof kept}, not the body to keep.`);
+      return { ...settlement, response: { status, body: kept } };
     } catch (error) {
       return unstorableSettlement(request, error, log);
     }

@@ -159,7 +159,10 @@ export function transactionBypassIn(error: unknown): TransactionBypassError | un
 
 /** `error`, then what caused it, and so on: where wrappers (Drizzle's query errors, tRPC's) put the error they wrap. */
 export function* causeChain(error: unknown): Generator<object> {
-  for (let current = error; typeof current === "object" && current !== null; ) {
+  // A cause that leads back to an error already seen (one that names itself, say) ends the chain there.
+  const seen = new Set<object>();
+  for (let current = error; typeof current === "object" && current !== null && !seen.has(current); ) {
+    seen.add(current);
     yield current;
     current = (current as { cause?: unknown }).cause;
   }

@@ -144,11 +144,13 @@ export function withIdempotency<
         const idempotency = idempotencyContextOf<ModeTransaction<TStore, TMode>>(identity, execution);
         const answer = await handler(rebuilt(request, body), idempotency);
         if (!isStoredStatus(answer.status, { storeServerErrors })) return { value: answer, response: undefined };
-        // Its body is read after the handler ran: a body that fails then is not the handler failing.
-        const { stored, bytes } = await execution.answer(() => storedBodyOf(answer));
-        // Read to be stored, the answer goes to its own client whole: all its headers, Set-Cookie included.
-        const first = new Response(bodyless(answer.status) ? null : bytes, answer);
-        return { value: first, response: { status: answer.status, body: JSON.stringify(stored) } };
+        // Its body is read after the handler ran: an answer that fails then is not the handler failing.
+        return execution.answer(async (): Promise<Settlement<Response>> => {
+          const { stored, bytes } = await storedBodyOf(answer);
+          // Read to be stored, the answer goes to its own client whole: all its headers, Set-Cookie included.
+          const first = new Response(bodyless(answer.status) ? null : bytes, answer);
+          return { value: first, response: { status: answer.status, body: JSON.stringify(stored) } };
+        });
       });
       if (!run.replayed) return run.value;
       return replayOf(run.response.status, JSON.parse(run.response.body) as StoredFetchBody, true);

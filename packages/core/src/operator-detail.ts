@@ -11,35 +11,39 @@ const PUBLIC_MESSAGES: Partial<Record<IdempotencyErrorCode, string>> = {
     "The server is not set up to protect this request, so it was not run. Its operator has been told.",
 };
 
-/** The most distinct details one log keeps saying: past them a broken deploy is already in the log many times over. */
-const MAX_LOGGED = 100;
+/**
+ * The most distinct details one log remembers having said. Past them the oldest is forgotten (said again if it comes
+ * back), so that a flood of one kind (a record per key sealed without its encryption key) never silences another.
+ */
+const MAX_REMEMBERED = 100;
 
-/** Writes a detail to the error log the first time it is seen by this log. */
+/** Writes a detail, and what caused it, to the error log the first time this log sees it. */
 export type OnceLog = (detail: string, cause?: unknown) => void;
 
 /** A log that says each detail once: one per engine, so each endpoint says what is wrong with it. */
 export function onceLog(): OnceLog {
-  const logged = new Set<string>();
+  const said = new Set<string>();
   return (detail, cause) => {
-    if (logged.has(detail) || logged.size >= MAX_LOGGED) return;
-    logged.add(detail);
+    if (said.has(detail)) return;
+    if (said.size >= MAX_REMEMBERED) said.delete(said.values().next().value as string);
+    said.add(detail);
     if (cause === undefined) console.error(`idemkit: ${detail}`);
     else console.error(`idemkit: ${detail}`, cause);
   };
 }
 
-/** The log of what is not said by an engine of its own (a lookup, an adapter's own refusals). */
-export const logOnce: OnceLog = onceLog();
+/** The log of what no engine of its own says: the lookups' refusals. */
+export const processLog: OnceLog = onceLog();
 
 /**
  * `error` as a client may see it: a refusal that carries operator detail is logged once and answered with its
  * public message, the detailed one kept as its cause for the server's own handlers; any other error as it is.
  */
-export function withoutOperatorDetail(error: unknown, log: OnceLog = logOnce): unknown {
+export function withoutOperatorDetail(error: unknown, log: OnceLog = processLog): unknown {
   if (!isIdempotencyError(error)) return error;
   const message = PUBLIC_MESSAGES[error.code];
   if (message === undefined || error.message === message) return error;
-  log(error.message);
+  log(error.message, error.cause);
   return new IdempotencyError(error.code, message, {
     cause: error,
     ...(error.retryAfterMs !== undefined && { retryAfterMs: error.retryAfterMs }),

@@ -71,6 +71,12 @@ export type IdempotencyOutcomeAnswer<TData = unknown> =
   /** It ran and failed, and the failure was stored (a 4xx, or a 5xx with `storeServerErrors`): sending it again answers the same. */
   | { state: "failed"; status: number; error: { code: string; message: string } }
   /**
+   * It ran, but its answer could not be stored (RESULT_NOT_STORABLE): a refusal is kept for the key instead.
+   * Sending it again with the same key gets that refusal and never runs it again; under a new key it would run a
+   * second time, so a client keeps the key.
+   */
+  | { state: "refused"; status: number; error: { code: string; message: string } }
+  /**
    * Nothing is kept for it: never received, rolled back, expired, or (lease mode) a call that died or could not
    * store its result, whose effects outside the transaction may have happened. Sending it again with the same key
    * runs it, once.

@@ -34,6 +34,16 @@ export function refusalKept(code: KeptCode): IdempotencyError {
 /** The refusal a stored answer keeps, or undefined for an adapter's own answer. */
 export function keptRefusalOf(response: StoredResponse): IdempotencyError | undefined {
   if (!response.body.startsWith(PREFIX)) return undefined;
-  const { code } = JSON.parse(response.body.slice(PREFIX.length)) as { code: KeptCode };
-  return refusalKept(code in MESSAGES ? code : IdempotencyErrorCode.RESULT_NOT_STORABLE);
+  return refusalKept(codeOf(response.body.slice(PREFIX.length)));
+}
+
+/** The code a kept refusal was stored with; a body altered past reading is still a refusal, never an answer. */
+function codeOf(stored: string): KeptCode {
+  try {
+    const { code } = JSON.parse(stored) as { code?: unknown };
+    if (typeof code === "string" && code in MESSAGES) return code as KeptCode;
+  } catch {
+    // Read as the one refusal there is.
+  }
+  return IdempotencyErrorCode.RESULT_NOT_STORABLE;
 }

@@ -11,6 +11,7 @@ import {
   missingDriver,
   runCommandLine,
 } from "@idemkit/core/command-line";
+import { causeChain } from "@idemkit/core/internal";
 import { type PgSchema, pgSchema } from "drizzle-orm/pg-core";
 import { databaseMessageOf, sqlStateOf } from "./driver-errors.js";
 
@@ -143,10 +144,7 @@ function described(error: unknown, tableOptions: string[]): string {
     const options = tableOptions.map((option) => `--${option}`).join(" or ");
     return `${databaseMessageOf(error)} in this database: run idemkit's migration, or name the table with ${options}`;
   }
-  const causes: Array<{ code?: unknown; message?: unknown }> = [];
-  for (let current = error; typeof current === "object" && current !== null; current = (current as Error).cause) {
-    causes.push(current);
-  }
+  const causes = [...causeChain(error)] as Array<{ code?: unknown; message?: unknown }>;
   const away = causes.find(({ code }) => typeof code === "string" && UNREACHABLE.has(code));
   if (away) return `cannot reach the database at DATABASE_URL (${away.code}: ${away.message})`;
   const innermost = causes.at(-1);

@@ -78,7 +78,12 @@ export async function runPurgeCommand<TAge extends string, TTable extends string
         const text = given(values)[age];
         return text === undefined ? undefined : wrongAge(age, text);
       });
-      return wrongCount("batch-size", values["batch-size"]) ?? wrongAges.find(Boolean);
+      // A purge of ages given none has nothing to do: said as a usage error, as a typo in a cron line would be.
+      const noAge =
+        command.ages.length > 0 && command.ages.every((age) => given(values)[age] === undefined)
+          ? `give ${command.ages.map((age) => `--${age} AGE`).join(", ")} or more`
+          : undefined;
+      return wrongCount("batch-size", values["batch-size"]) ?? wrongAges.find(Boolean) ?? noAge;
     },
     async commands(client, { values, tables }) {
       const ages = Object.fromEntries(

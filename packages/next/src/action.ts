@@ -12,7 +12,9 @@
  * `useActionState` passes nor arguments bound with `.bind()` are part of it.
  *
  * A form on `useIdempotentActionState` (`@idemkit/next/client`) sends a key per user action; without JavaScript, a
- * form sends the key rendered into it, and the page renders again with a new one after each submission. A form
+ * form sends the key rendered into it, and the page renders again with a new one after each submission, except
+ * after a refusal that keeps its submission (`ActionKeyField` renders the refused key, so sending it again is the
+ * same action). A form
  * with JavaScript but without the hook keeps its rendered key until the page renders it again: a value that asks
  * the user to correct the form (a validation error) should then not be stored (`stores`), so that the corrected
  * form, sent with the same key, runs.
@@ -39,7 +41,14 @@ import {
 } from "@idemkit/core";
 import { checkedScope, idempotencyContextOf, lookUpOutcome, type OnceLog, onceLog } from "@idemkit/core/internal";
 import { isControlFlow, replayControlFlow, type StoredControlFlow, storedControlFlow } from "./control-flow.js";
-import { type ActionRefusal, comparedFields, IDEMPOTENCY_KEY_FIELD, LOOKUP_FIELD, type LookupPending } from "./wire.js";
+import {
+  type ActionRefusal,
+  comparedFields,
+  IDEMPOTENCY_KEY_FIELD,
+  keepsSubmission,
+  LOOKUP_FIELD,
+  type LookupPending,
+} from "./wire.js";
 
 /**
  * What the action gets for one submission, before its own arguments: in atomic mode its `tx` commits with the
@@ -262,8 +271,8 @@ const FORM_MESSAGES: Record<IdempotencyErrorCode, string> = {
   [IdempotencyErrorCode.RESULT_NOT_STORED]:
     "This was received, but its result could not be saved just now. Send the form again in a moment to finish it.",
   [IdempotencyErrorCode.RESULT_NOT_STORABLE]:
-    "This was received, but its result could not be shown, and it will not be done again from this form. Check " +
-    "whether it went through before sending a new one.",
+    "This was received, but its result could not be shown. Sending it again will not do it twice: check whether " +
+    "it went through before starting a new one.",
   [IdempotencyErrorCode.BODY_TOO_LARGE]: "This form is too large to send, and nothing was done.",
   [IdempotencyErrorCode.BODY_INVALID]:
     "This form could not be read, and nothing was done. Reload the page and try again.",
@@ -293,7 +302,9 @@ function refusalOf(error: IdempotencyError, form: FormData | undefined, log: Onc
     },
   };
   const key = form?.get(IDEMPOTENCY_KEY_FIELD);
-  if (error.retryable && typeof key === "string") refusal.submitted = { key, fields: textFieldsOf(form as FormData) };
+  if (keepsSubmission(error) && typeof key === "string") {
+    refusal.submitted = { key, fields: textFieldsOf(form as FormData) };
+  }
   return refusal;
 }
 

@@ -10,4 +10,4 @@ export type {
 } from "./client/use-idempotent-action-state.js";
 export { useIdempotentActionState } from "./client/use-idempotent-action-state.js";
 export type { ActionRefusal, ActionRefusalCode, SubmittedAction } from "./wire.js";
-export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue } from "./wire.js";
+export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue, submittedValues } from "./wire.js";

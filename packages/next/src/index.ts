@@ -8,4 +8,4 @@ export type {
 export { idempotentAction } from "./action.js";
 export { IdempotencyKeyField } from "./key-field.js";
 export type { ActionRefusal, ActionRefusalCode, SubmittedAction } from "./wire.js";
-export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue } from "./wire.js";
+export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue, submittedValues } from "./wire.js";

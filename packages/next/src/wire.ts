@@ -67,6 +67,15 @@ export interface SubmittedAction {
   fields: Array<[name: string, value: string]>;
 }
 
+/**
+ * Whether a refusal keeps its submission, for the form to send the same action again: one that can still succeed
+ * (`retryable`), and one whose action ran but whose answer could not be stored (`RESULT_NOT_STORABLE`), which under
+ * a new key would run again. The server carries the submission in such a refusal, and the client hook keeps its key.
+ */
+export function keepsSubmission({ code, retryable }: { code: ActionRefusalCode; retryable: boolean }): boolean {
+  return retryable || code === "RESULT_NOT_STORABLE";
+}
+
 /** Whether an action's value is a refusal: `if (isActionRefusal(state)) show(state.idempotencyError.message)`. */
 export function isActionRefusal(value: unknown): value is ActionRefusal {
   return typeof value === "object" && value !== null && "idempotencyError" in value;
@@ -74,11 +83,17 @@ export function isActionRefusal(value: unknown): value is ActionRefusal {
 
 /**
  * The value the form's field `name` was submitted with, when `state` is a refusal that keeps its submission: for a
- * field's `defaultValue`, so that sending the form again sends what was sent. Undefined otherwise.
+ * field's `defaultValue`, so that sending the form again sends what was sent. Undefined otherwise. Every field the
+ * action compares must be rendered back so (a field that differs makes the same key another action, refused).
  */
 export function submittedValue(state: unknown, name: string): string | undefined {
-  if (!isActionRefusal(state)) return undefined;
-  return state.submitted?.fields.find(([field]) => field === name)?.[1];
+  return submittedValues(state, name)[0];
+}
+
+/** Every value the form's field `name` was submitted with (checkboxes, a multiple select), as `submittedValue`. */
+export function submittedValues(state: unknown, name: string): string[] {
+  if (!isActionRefusal(state)) return [];
+  return (state.submitted?.fields ?? []).filter(([field]) => field === name).map(([, value]) => value);
 }
 
 /** A lookup's answer when nothing is stored for the key: it still runs, or nothing is kept (it never completed). */

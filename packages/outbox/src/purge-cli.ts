@@ -45,7 +45,6 @@ Needs the "postgres" package (npm install postgres).`,
       deleted.processedEvents = await purgeProcessedEvents({ db, table, before: now - processed.ms, batchSize });
       lines.push(`deleted ${deleted.processedEvents} processed-event record(s) older than ${processed.text}`);
     }
-    if (lines.length === 0) lines.push("nothing to purge: give --published AGE, --processed AGE or both");
     return { document: deleted, lines };
   },
 });

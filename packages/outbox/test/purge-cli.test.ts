@@ -46,8 +46,8 @@ it("deletes published outbox events and processed-event records past the ages it
   await processedAt("old", 400);
   await processedAt("recent", 300);
 
-  // Without an option, nothing is purged.
-  expect(await purge([])).toMatchObject({ code: 0, stdout: expect.stringContaining("nothing to purge") });
+  // Without an age, nothing could be purged: a usage error, so that a cron line with a typo never passes for one.
+  expect(await purge([])).toMatchObject({ code: 2, stderr: expect.stringContaining("give --published AGE") });
   expect(await database.query("select count(*)::int as n from outbox_events")).toEqual([{ n: 3 }]);
 
   const { stdout } = await purge(["--published", "7d", "--processed", "14d"]);

@@ -125,7 +125,9 @@ export function shapeResult<TOutput, TError, TInput>({
     waitingForTabUntil: progress.waitingForTabUntil,
     replayed: progress.replayed,
     // Once the lookup found the action refused, pressing again is a new attempt, not a retry of this one.
-    retryable: mutation.error ? outcome?.state !== "failed" && isRetryableError(mutation.error) : undefined,
+    retryable: mutation.error
+      ? outcome?.state !== "failed" && outcome?.state !== "refused" && isRetryableError(mutation.error)
+      : undefined,
     isOffline: mutation.isPaused || progress.offline,
     outcome,
     isCheckingOutcome: checking,

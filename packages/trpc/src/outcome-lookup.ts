@@ -1,9 +1,9 @@
 /**
  * "Did my payment go through?" A query an app mounts once, next to its protected mutations, that answers what
  * became of one action (a procedure and a key) without sending its input again: still running, completed (with the
- * stored result), failed (with the stored error), or unknown (never seen, or expired). A client that lost an answer
- * (a reload, a link that gave up, a tab that was offline) asks it, and either shows the outcome or presses again
- * with the same key, which is safe either way.
+ * stored result), failed (with the stored error), refused (it ran, but its answer could not be stored), or unknown
+ * (never seen, or expired). A client that lost an answer (a reload, a link that gave up, a tab that was offline)
+ * asks it, and either shows the outcome or presses again with the same key, which is safe either way.
  *
  * A record belongs to its scope: the lookup reads only records of the caller's own scope, computed the same way as
  * the middleware's, so nobody reads another user's results by guessing keys. Scope strings carry no namespace (user
@@ -21,6 +21,7 @@ import {
 import { lookUpOutcome, type RecordOutcome } from "@idemkit/core/internal";
 import { TRPCError } from "@trpc/server";
 import { toTRPCError } from "./errors.js";
+import { httpFromContext, type IdempotencyHttp } from "./http.js";
 import { type IdempotencyTransformer, outputTransformer, type StoredBody } from "./stored-body.js";
 
 /** Which action to look up: the mutation's path (`checkout.placeOrder`) and the key it was sent with. */
@@ -131,7 +132,7 @@ export function outcomeLookup<TCtx>({
     try {
       return answerFor(await lookUpOutcome(store, id, { now, limits, storeTimeoutMs }), output);
     } catch (error) {
-      throw isIdempotencyError(error) ? toTRPCError(error, undefined) : error;
+      throw isIdempotencyError(error) ? toTRPCError(error, responseHeadersOf(ctx)) : error;
     }
   };
 }
@@ -160,10 +161,20 @@ function scopesByPath<TCtx>(
 function answerFor(outcome: RecordOutcome, output: ReturnType<typeof outputTransformer>): IdempotencyOutcomeAnswer {
   if (outcome.state === "refused") {
     const { code, message } = toTRPCError(outcome.refusal, undefined);
-    return { state: "failed", status: httpStatusOf(outcome.refusal.code), error: { code, message } };
+    return { state: "refused", status: httpStatusOf(outcome.refusal.code), error: { code, message } };
   }
   if (outcome.state !== "stored") return outcome;
   const body = JSON.parse(outcome.response.body) as StoredBody;
   if (body.error) return { state: "failed", status: outcome.response.status, error: body.error };
   return { state: "completed", data: "result" in body ? output.deserialize(body.result) : undefined };
+}
+
+/** Where a refusal's `Retry-After` goes, when the context has the response's headers. */
+function responseHeadersOf(ctx: unknown): Pick<IdempotencyHttp, "setHeader"> | undefined {
+  try {
+    return httpFromContext(ctx);
+  } catch {
+    // A context whose request cannot be read still gets its answer, without the header.
+    return undefined;
+  }
 }

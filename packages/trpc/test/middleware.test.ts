@@ -469,8 +469,14 @@ describe("a result that cannot be stored, once the procedure ran", () => {
       const t = initTRPC.context<{ userId: string }>().create();
       let charges = 0;
       // No transformer: a Date cannot be stored as plain JSON, and is noticed only after the charge was made.
+      const events: string[] = [];
       const protectedMutation = t.procedure.use(
-        idempotency({ store: drizzleStore({ db: database.db }), mode, scope: ({ ctx }) => ctx.userId }),
+        idempotency({
+          store: drizzleStore({ db: database.db }),
+          mode,
+          scope: ({ ctx }) => ctx.userId,
+          onEvent: (event) => events.push(event.type),
+        }),
       );
       const router = t.router({
         pay: protectedMutation.mutation(async ({ ctx }) => {
@@ -492,6 +498,7 @@ describe("a result that cannot be stored, once the procedure ran", () => {
         logged.mockRestore();
       }
       expect(charges).toBe(1);
+      expect(events).toEqual(["result_not_storable", "result_not_storable"]);
       // Atomic mode: the refusal is kept, the writes of a call answered with it are not.
       expect(await ordersOf(alice)).toBe(0);
     },

@@ -83,8 +83,8 @@ export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
     if (record.state === RecordState.COMPLETED) {
       if (isSealedBody(record.response.body)) throw sealedWithoutKeys(request);
       cache.set(request, record);
-      report(IdempotencyEventType.REPLAYED, request);
       const refusal = keptRefusalOf(record.response);
+      report(refusal ? IdempotencyEventType.RESULT_NOT_STORABLE : IdempotencyEventType.REPLAYED, request);
       if (refusal) throw refusal;
       return { replayed: true, response: record.response };
     }

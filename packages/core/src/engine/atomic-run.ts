@@ -16,7 +16,7 @@ import {
   type RunResult,
   type Settlement,
 } from "./types.js";
-import { answering } from "./unstorable.js";
+import { answering, ranType } from "./unstorable.js";
 import { FIRST_POLL_MS, MAX_POLL_MS, noConnectionMessage, type Patience } from "./waiting.js";
 
 const HELD_ELSEWHERE = Symbol("held elsewhere");
@@ -217,7 +217,7 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
       // Only now is the response durable, so only now may it be replayed from memory.
       if (committed) {
         remember(request, committed.fence, committed.response, committed.expiresAt);
-        emit(IdempotencyEventType.EXECUTED, request);
+        emit(ranType(result), request);
       }
       return result;
     } catch (error) {

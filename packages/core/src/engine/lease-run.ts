@@ -18,7 +18,7 @@ import {
   type RunResult,
   type Settlement,
 } from "./types.js";
-import { answering } from "./unstorable.js";
+import { answering, ranType } from "./unstorable.js";
 
 /** Waits between attempts to store a lease-mode result after the store failed: short, the client is waiting. */
 const COMPLETION_RETRY_DELAYS_MS = [100, 400];
@@ -145,8 +145,9 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
       );
     }
     remember(request, fence, response, expiresAt);
-    emit(IdempotencyEventType.EXECUTED, request);
-    return { replayed: false, value: settlement.value };
+    const result: RunResult<T> = { replayed: false, value: settlement.value };
+    emit(ranType(result), request);
+    return result;
   }
 
   /**

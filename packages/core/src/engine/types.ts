@@ -24,9 +24,17 @@ export const IdempotencyEventType = {
    * work's outcome is stored (or released) once it settles, and reported then as usual.
    */
   TIMED_OUT: "timed_out",
+  /**
+   * The request ran, but its answer could not be stored (not serializable, or `redact` threw): a refusal is kept for
+   * its key, RESULT_NOT_STORABLE, and this is said again for each retry it answers.
+   */
+  RESULT_NOT_STORABLE: "result_not_storable",
   /** Lease mode: the request ran, but storing its result kept failing; answered RESULT_NOT_STORED. */
   RESULT_NOT_STORED: "result_not_stored",
-  /** The store failed; the request was refused with STORE_UNAVAILABLE and did not run. */
+  /**
+   * The store failed: the request was refused with STORE_UNAVAILABLE and did not run, or, when the commit of one
+   * that ran was not confirmed, with OUTCOME_UNKNOWN.
+   */
   STORE_ERROR: "store_error",
 } as const;
 export type IdempotencyEventType = (typeof IdempotencyEventType)[keyof typeof IdempotencyEventType];
@@ -116,7 +124,8 @@ export interface IdempotencyEngineOptions<Tx> {
    * What is kept of an answer's body: it gets the body as the adapter serialized it (JSON for idemkit's adapters)
    * and returns what to store and replay in its place, without what must not be stored (a card number, a token).
    * The first caller gets the whole answer; every replay, from the store or the cache, gets this; the status stays.
-   * It must not throw: a throw fails the call (in atomic mode its writes are rolled back).
+   * It runs after the work: a throw (or no string) keeps the key refused, RESULT_NOT_STORABLE, and never releases it
+   * for the work to run again.
    */
   redact?: (body: string, id: RecordId) => string;
 }

@@ -8,11 +8,13 @@
 import { IdempotencyErrorCode } from "../errors.js";
 import type { OnceLog } from "../operator-detail.js";
 import { storedRefusal } from "../stored-refusal.js";
-import type { IdempotentRequest, Settlement } from "./types.js";
+import { IdempotencyEventType, type IdempotentRequest, type RunResult, type Settlement } from "./types.js";
 
 /** An answer that failed to build after its work ran: `error` is why. */
-export class UnstorableAnswer {
-  constructor(readonly error: unknown) {}
+export class UnstorableAnswer extends Error {
+  constructor(readonly error: unknown) {
+    super("The answer could not be built after its work ran.", { cause: error });
+  }
 }
 
 /** `Execution.answer`: builds an answer after the work, its failure marked as such. */
@@ -36,6 +38,14 @@ export function unstorableSettlement<T>(request: IdempotentRequest, reason: unkn
   log(
     `${request.path} ran, but its answer could not be stored, so its key is kept refused (RESULT_NOT_STORABLE) and ` +
       `the work is not run again: ${why}`,
+    reason,
   );
   return { value: UNSTORABLE as T, response: storedRefusal(IdempotencyErrorCode.RESULT_NOT_STORABLE) };
+}
+
+/** The event a first run that stored its answer reports: executed, or its answer kept refused in its place. */
+export function ranType(result: RunResult<unknown>): IdempotencyEventType {
+  return !result.replayed && result.value === UNSTORABLE
+    ? IdempotencyEventType.RESULT_NOT_STORABLE
+    : IdempotencyEventType.EXECUTED;
 }

@@ -46,6 +46,7 @@ import {
   IDEMPOTENCY_KEY_FIELD,
   isActionRefusal,
   isLookupPending,
+  keepsSubmission,
   LOOKUP_FIELD,
 } from "../wire.js";
 
@@ -149,7 +150,7 @@ export function useIdempotentActionState<State>(
     (sent: Action, answer: { value: unknown } | { navigated: true }) => {
       if (unmounted.current.aborted || kept.read()?.key !== sent.key) return;
       if ("navigated" in answer || !isActionRefusal(answer.value)) kept.write({ ...sent, succeeded: true });
-      else if (!answer.value.idempotencyError.retryable) kept.write({ ...sent, refused: true });
+      else if (!keepsSubmission(answer.value.idempotencyError)) kept.write({ ...sent, refused: true });
     },
     [kept],
   );
