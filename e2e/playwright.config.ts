@@ -2,7 +2,8 @@
  * The checkout demo (apps/web, production build) in Chromium, twice: on embedded PGlite (port 3100) and on
  * PostgreSQL (port 3101, when E2E_DATABASE_URL is set; `npm run e2e` starts a throwaway server and sets it).
  * Both servers run with IDEMKIT_FAULTS=1 so tests can arm the fault switches. When E2E_T3_APP names a built T3 app
- * (`npm run e2e` makes one, see t3/prepare.ts), its post form is tested too (port 3102, the tests in t3/).
+ * (`npm run e2e` makes one, see t3/prepare.ts), its post form is tested too (port 3102, the tests in t3/); when
+ * E2E_NEXT_APP names a built create-next-app (next-app/prepare.ts), its checkout (port 3103, the tests in next-app/).
  */
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -56,6 +57,22 @@ if (t3App) {
     command: `node node_modules/next/dist/bin/next start --port ${T3_PORT}`,
     cwd: t3App,
     url: `http://127.0.0.1:${T3_PORT}/`,
+    env: { NEXT_TELEMETRY_DISABLED: "1" },
+    reuseExistingServer: false,
+    timeout: 60_000,
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+}
+
+const nextApp = process.env.E2E_NEXT_APP;
+if (nextApp) {
+  const NEXT_APP_PORT = 3103;
+  projects.push({ name: "next-app", testDir: "next-app", use: { baseURL: `http://127.0.0.1:${NEXT_APP_PORT}` } });
+  webServer.push({
+    command: `node node_modules/next/dist/bin/next start --port ${NEXT_APP_PORT}`,
+    cwd: nextApp,
+    url: `http://127.0.0.1:${NEXT_APP_PORT}/checkout`,
     env: { NEXT_TELEMETRY_DISABLED: "1" },
     reuseExistingServer: false,
     timeout: 60_000,

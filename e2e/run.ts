@@ -1,7 +1,8 @@
 /**
  * `npm run e2e`: starts a throwaway PostgreSQL (or uses DATABASE_URL), gives the demo a database of its own on it
- * (and its confirmation worker) and a fresh PGlite folder, makes the T3 app (t3/prepare.ts) on another database,
- * runs Playwright against all three, and cleans up. Extra arguments go to `playwright test`.
+ * (and its confirmation worker) and a fresh PGlite folder, makes the T3 app (t3/prepare.ts) and a new Next.js app
+ * (next-app/prepare.ts) on databases of their own, runs Playwright against all four, and cleans up. Extra arguments
+ * go to `playwright test`.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -10,6 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDatabase, startPostgres } from "@idemkit/testkit";
+import { prepareNextApp } from "./next-app/prepare.js";
 import { prepareT3App } from "./t3/prepare.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -41,6 +43,12 @@ try {
   cleanups.push(() => t3.remove());
   const versions = Object.entries(t3.versions).map(([name, version]) => `${name} ${version}`);
   console.log(`T3 app: create-t3-app 7.40.0 with ${versions.join(", ")}`);
+  const nextAppDatabase = await createDatabase(serverUrl, "idemkit_e2e_next_app");
+  cleanups.push(() => nextAppDatabase.drop());
+  const nextApp = await prepareNextApp(nextAppDatabase.url);
+  cleanups.push(() => nextApp.remove());
+  const nextVersions = Object.entries(nextApp.versions).map(([name, version]) => `${name} ${version}`);
+  console.log(`Next.js app: create-next-app 16.4.3 with ${nextVersions.join(", ")}`);
 
   // On PostgreSQL the demo sends order confirmations from a worker process of its own, as `npm run worker` does.
   const worker = spawn(
@@ -63,6 +71,8 @@ try {
       E2E_PGLITE_DIR: pgliteDir,
       E2E_T3_APP: t3.dir,
       E2E_T3_DATABASE_URL: t3Database.url,
+      E2E_NEXT_APP: nextApp.dir,
+      E2E_NEXT_APP_DATABASE_URL: nextAppDatabase.url,
     },
   });
   exitCode = await exited(tests);

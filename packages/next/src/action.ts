@@ -231,7 +231,9 @@ function keyFieldOf(form: FormData | undefined, name: string): string {
   throw new IdempotencyError(
     IdempotencyErrorCode.KEY_MISSING,
     `${name} is an idempotent action: its form needs the "${IDEMPOTENCY_KEY_FIELD}" field (render ` +
-      "<IdempotencyKeyField /> inside the <form>), and it must be called with that form's FormData.",
+      "<IdempotencyKeyField /> inside the <form>), and it must be called with that form's FormData. Under " +
+      "cacheComponents (create-next-app's default), give the page `export const instant = false` and no <Suspense> " +
+      "around the field: a field streamed in after the page arrives outside the <form> without JavaScript.",
   );
 }
 
