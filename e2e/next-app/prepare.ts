@@ -7,39 +7,20 @@
  * that is not the README's, `offline-font.patch`, takes out the layout's Google fonts, which the build would
  * download: nothing but the npm registry is reached.
  */
-import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { migrationStatementsFor } from "@idemkit/testkit";
 import postgres from "postgres";
+import { installedVersions, packed, run } from "../scaffold.js";
 
-const execute = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
-const ROOT = join(here, "..", "..");
 const CREATE_NEXT_APP = "create-next-app@16.4.3";
 /** The packages the README's Server Action section installs, and core, which stands in for its published version. */
 const PACKAGES = ["core", "drizzle", "next"] as const;
 /** What the app was installed at, reported so a run says which versions it tested. */
 const REPORTED = ["next", "react", "drizzle-orm", "postgres"];
-
-/** Runs a command in `cwd`; a failure carries everything it printed. */
-async function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<string> {
-  try {
-    const { stdout } = await execute(command, args, {
-      cwd,
-      env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", ...env },
-      maxBuffer: 64 * 1024 * 1024,
-      timeout: 300_000,
-    });
-    return stdout;
-  } catch (error) {
-    const { stdout = "", stderr = "" } = error as { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(" ")} failed in ${cwd}:\n${stdout}\n${stderr}`);
-  }
-}
 
 export interface NextApp {
   /** The app's folder, built: `next start` serves it. */
@@ -57,12 +38,7 @@ export async function prepareNextApp(databaseUrl: string): Promise<NextApp> {
     await run("npx", ["--yes", CREATE_NEXT_APP, "myapp", "--yes", "--skip-install", "--disable-git"], temp);
     await run("git", ["apply", join(here, "adoption.patch"), join(here, "offline-font.patch")], dir);
 
-    const tarballs: string[] = [];
-    for (const name of PACKAGES) {
-      const packed = await run("npm", ["pack", "--json", "--pack-destination", temp], join(ROOT, "packages", name));
-      const [{ filename }] = JSON.parse(packed) as [{ filename: string }];
-      tarballs.push(join(temp, filename));
-    }
+    const tarballs = await packed(PACKAGES, temp);
     await run("npm", ["install", "--no-audit", "--no-fund", ...tarballs, "drizzle-orm", "postgres"], dir);
 
     const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
@@ -77,11 +53,7 @@ export async function prepareNextApp(databaseUrl: string): Promise<NextApp> {
     await writeFile(join(dir, ".env.production.local"), `DATABASE_URL="${databaseUrl}"\n`);
     await run("npm", ["run", "build"], dir);
 
-    const versions: Record<string, string> = {};
-    for (const name of REPORTED) {
-      const manifest = JSON.parse(await readFile(join(dir, "node_modules", name, "package.json"), "utf8"));
-      versions[name] = String(manifest.version);
-    }
+    const versions = await installedVersions(dir, REPORTED);
     return { dir, versions, remove: () => rm(temp, { recursive: true, force: true }) };
   } catch (error) {
     await rm(temp, { recursive: true, force: true });

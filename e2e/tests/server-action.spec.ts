@@ -11,36 +11,14 @@ import {
   reloadWhileInFlight,
   watchMutations,
 } from "@idemkit/playwright";
-import { gate } from "@idemkit/testkit";
 import { expect, type Page, test } from "@playwright/test";
+import { holdFirstAnswerUntilSecondSent, pointerOn, sentAgainAfterLostAnswer } from "../form-posts.js";
 import { armFaults, ordersHeld, ordersOf } from "./checkout-page.js";
 
 const placeOrderButton = (page: Page) => page.getByRole("button", { name: "Place order" });
 const receipt = (page: Page) => page.getByRole("status");
 /** The page's Server Action submissions, as @idemkit/playwright finds them. */
 const PLACE_ORDER = { serverActions: { page: "/actions" } } as const;
-
-/**
- * The first form post reaches the server, which places the order, and its answer is held back until the page sends
- * a second: the moment a user presses again while the first answer is slow to come back.
- */
-async function holdFirstAnswerUntilSecondSent(page: Page) {
-  const firstAnswered = gate();
-  const secondSent = gate();
-  let reachedServer = 0;
-  await page.route("**/actions", async (route) => {
-    if (route.request().method() !== "POST") return route.continue();
-    if (++reachedServer > 1) {
-      secondSent.open();
-      return route.continue();
-    }
-    const response = await route.fetch({ maxRedirects: 0 });
-    firstAnswered.open();
-    await secondSent.opened;
-    await route.fulfill({ response }).catch(() => {});
-  });
-  return { firstAnswered: firstAnswered.opened, reachedServer: () => reachedServer };
-}
 
 test.describe("without JavaScript", () => {
   test.use({ javaScriptEnabled: false });
@@ -49,11 +27,8 @@ test.describe("without JavaScript", () => {
     page,
   }) => {
     await page.goto("/actions");
-    const { firstAnswered, reachedServer } = await holdFirstAnswerUntilSecondSent(page);
-    // Where the user's pointer is: a locator would wait for the first submission's navigation, a person does not.
-    const button = await placeOrderButton(page).boundingBox();
-    if (!button) throw new Error("Place order is not on the page");
-    const press = () => page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
+    const { firstAnswered, reachedServer } = await holdFirstAnswerUntilSecondSent(page, "/actions");
+    const press = await pointerOn(placeOrderButton(page));
     await press();
     await firstAnswered;
     // The page still shows the form: the user presses again, and the browser sends the same form once more.
@@ -67,27 +42,10 @@ test.describe("without JavaScript", () => {
     page,
   }) => {
     await page.goto("/actions");
-    let sent: { body: Buffer; headers: Record<string, string> } | undefined;
-    let receipt: string | undefined;
-    await page.route("**/actions", async (route) => {
-      const request = route.request();
-      if (request.method() !== "POST") return route.continue();
-      sent = { body: request.postDataBuffer() ?? Buffer.alloc(0), headers: request.headers() };
-      // The server runs the action and answers; the answer never reaches the page.
-      receipt = (await route.fetch({ maxRedirects: 0 })).headers().location;
-      await route.abort("connectionreset");
-    });
-    await placeOrderButton(page).click();
-    await expect.poll(() => receipt).toMatch(/\/actions\?placed=\d+$/);
-    await page.unroute("**/actions");
-    const form = sent as NonNullable<typeof sent>;
-    const again = await page.request.post("/actions", {
-      headers: { "content-type": String(form.headers["content-type"]), origin: String(form.headers.origin) },
-      data: form.body,
-      maxRedirects: 0,
-    });
+    const { lostLocation, again } = await sentAgainAfterLostAnswer(page, "/actions", placeOrderButton(page));
+    expect(lostLocation).toMatch(/\/actions\?placed=\d+$/);
     expect(again.status()).toBe(303);
-    expect(again.headers().location).toBe(receipt);
+    expect(again.headers().location).toBe(lostLocation);
     expect(await ordersOf(page.request)).toHaveLength(1);
   });
 
@@ -96,18 +54,19 @@ test.describe("without JavaScript", () => {
   }) => {
     await page.goto("/actions");
     const sent = watchMutations(page, PLACE_ORDER);
-    const { firstAnswered } = await holdFirstAnswerUntilSecondSent(page);
-    // By the pointer and the keyboard: a locator would wait for the first submission's navigation, a person does not.
-    const quantity = await page.getByLabel("Quantity").boundingBox();
-    const button = await placeOrderButton(page).boundingBox();
-    if (!quantity || !button) throw new Error("The form is not on the page");
-    await page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
+    const { firstAnswered } = await holdFirstAnswerUntilSecondSent(page, "/actions");
+    // By the pointer and the keyboard, as a person does while the first submission's navigation is on its way.
+    const [pressQuantity, press] = [
+      await pointerOn(page.getByLabel("Quantity")),
+      await pointerOn(placeOrderButton(page)),
+    ];
+    await press();
     await firstAnswered;
     // The page still shows the form the first order went with: the user changes it and sends it again.
-    await page.mouse.click(quantity.x + quantity.width / 2, quantity.y + quantity.height / 2);
+    await pressQuantity();
     await page.keyboard.press("ControlOrMeta+A");
     await page.keyboard.type("2");
-    await page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
+    await press();
     await expect(page.getByRole("alert")).toHaveText(/already sent with other values/);
     await expectOneKeyPerAction(sent);
     expect(await ordersOf(page.request)).toHaveLength(1);
@@ -126,10 +85,7 @@ test.describe("without JavaScript, a refusal keeps the order", () => {
     await page.goto("/actions");
     await armFaults(page.request, { slowMs: 8_000 });
     await page.getByLabel("Quantity").fill("3");
-    // Where the user's pointer is: a locator would wait for the first submission's navigation, a person does not.
-    const button = await placeOrderButton(page).boundingBox();
-    if (!button) throw new Error("Place order is not on the page");
-    const press = () => page.mouse.click(button.x + button.width / 2, button.y + button.height / 2);
+    const press = await pointerOn(placeOrderButton(page));
     await press();
     await expect.poll(() => ordersHeld(page.request)).toBe(1);
     // Pressed again while the first order runs: this one waits for it, then is refused, and the page renders anew.

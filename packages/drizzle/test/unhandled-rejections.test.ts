@@ -48,6 +48,13 @@ afterAll(async () => {
   await Promise.all([server?.close(), nodePostgres?.close(), pglite?.close()]);
 });
 
+/** Each driver, with its database (opened before the tests run). */
+const ALL_DRIVERS = [
+  ["postgres.js", () => server],
+  ["node-postgres", () => nodePostgres],
+  ["PGlite", () => pglite],
+] as const;
+
 /** The rejections nothing handled while a test ran, as `process` reported them. */
 let unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => void unhandled.push(reason);
@@ -117,11 +124,7 @@ describe.each([
   });
 });
 
-describe.each([
-  ["postgres.js", () => server],
-  ["node-postgres", () => nodePostgres],
-  ["PGlite", () => pglite],
-] as const)("a table without a column the claim reads, on %s", (driver, database) => {
+describe.each(ALL_DRIVERS)("a table without a column the claim reads, on %s", (driver, database) => {
   it("refuses the call with STORE_MISCONFIGURED, nothing run or rejected unhandled, and the next call works", async () => {
     const { db, query } = database();
     const name = `keys_${driver.replaceAll(/[^a-z]/g, "_")}`;
@@ -150,40 +153,39 @@ describe.each([
   });
 });
 
-describe.each([
-  ["postgres.js", () => server],
-  ["node-postgres", () => nodePostgres],
-  ["PGlite", () => pglite],
-] as const)("a statement made through the transaction once it is over, held unawaited, on %s", (driver, database) => {
-  it("is refused when awaited, and rejects unhandled in the meantime neither as SQL nor as a prepared query", async () => {
-    const { db, query } = database();
-    const store = drizzleStore({ db: db as Db });
-    let kept: { tx: TransactionOf<Db>; insert: { execute(): Promise<unknown> } } | undefined;
-    await store.atomic.transaction(async (session) => {
-      const now = Date.now();
-      await session.claim({
-        id: { scope: "s", path: "notes.add", key: `late-${driver}` },
-        fingerprint: "fp",
-        now,
-        leaseExpiresAt: now + 30_000,
-        expiresAt: now + 60_000,
+describe.each(ALL_DRIVERS)(
+  "a statement made through the transaction once it is over, held unawaited, on %s",
+  (driver, database) => {
+    it("is refused when awaited, and rejects unhandled in the meantime neither as SQL nor as a prepared query", async () => {
+      const { db, query } = database();
+      const store = drizzleStore({ db: db as Db });
+      let kept: { tx: TransactionOf<Db>; insert: { execute(): Promise<unknown> } } | undefined;
+      await store.atomic.transaction(async (session) => {
+        const now = Date.now();
+        await session.claim({
+          id: { scope: "s", path: "notes.add", key: `late-${driver}` },
+          fingerprint: "fp",
+          now,
+          leaseExpiresAt: now + 30_000,
+          expiresAt: now + 60_000,
+        });
+        const { tx } = session;
+        // Prepared while the transaction is open, to be run after it.
+        const insert = tx
+          .insert(notesTable)
+          .values({ key: `late-prepared-${driver}` })
+          .prepare(`late_${driver.replaceAll(/[^a-z]/g, "_")}`);
+        kept = { tx, insert };
       });
-      const { tx } = session;
-      // Prepared while the transaction is open, to be run after it.
-      const insert = tx
-        .insert(notesTable)
-        .values({ key: `late-prepared-${driver}` })
-        .prepare(`late_${driver.replaceAll(/[^a-z]/g, "_")}`);
-      kept = { tx, insert };
+      const { tx, insert } = kept as NonNullable<typeof kept>;
+      // Sent as a procedure that outlived its transaction would (the engine stopped waiting for it), and not awaited.
+      const lateSql = tx.execute(sql`insert into notes (key) values (${`late-sql-${driver}`})`);
+      const latePrepared = insert.execute();
+      await macrotasksPass();
+      expect(unhandled).toEqual([]);
+      await expect(lateSql).rejects.toThrow(/transaction is over/);
+      await expect(latePrepared).rejects.toThrow(/transaction is over/);
+      expect(await query("select key from notes where key like $1", [`late-%-${driver}`])).toHaveLength(0);
     });
-    const { tx, insert } = kept as NonNullable<typeof kept>;
-    // Sent as a procedure that outlived its transaction would (the engine stopped waiting for it), and not awaited.
-    const lateSql = tx.execute(sql`insert into notes (key) values (${`late-sql-${driver}`})`);
-    const latePrepared = insert.execute();
-    await macrotasksPass();
-    expect(unhandled).toEqual([]);
-    await expect(lateSql).rejects.toThrow(/transaction is over/);
-    await expect(latePrepared).rejects.toThrow(/transaction is over/);
-    expect(await query("select key from notes where key like $1", [`late-%-${driver}`])).toHaveLength(0);
-  });
-});
+  },
+);

@@ -3,6 +3,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { encryptedStore } from "@idemkit/core";
+import { expectUnreachable, expectUsageError } from "@idemkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisStore } from "../src/index.js";
 import { type ConnectedClient, connect, type RunningRedis, startRedis } from "./clients.js";
@@ -131,11 +132,7 @@ describe("idemkit-redis", () => {
 
   it("says in one line, without a stack, that it cannot reach Redis: exit 1", async () => {
     const away = await idemkitRedis(["stats"], "redis://127.0.0.1:1");
-    expect(away.code).toBe(1);
-    expect(away.stderr).not.toContain("    at ");
-    expect(away.stderr.trim().split("\n")).toEqual([
-      expect.stringMatching(/^idemkit-redis: cannot reach Redis at REDIS_URL/),
-    ]);
+    expectUnreachable(away, /^idemkit-redis: cannot reach Redis at REDIS_URL/);
   });
 
   it("refuses a show without its scope, an unknown option and no command: exit 2, one line and the usage", async () => {
@@ -145,13 +142,7 @@ describe("idemkit-redis", () => {
       [[], "a command is needed: show, list, stats"],
     ] as const;
     for (const [args, said] of refusals) {
-      const refused = await idemkitRedis([...args]);
-      expect(refused.code).toBe(2);
-      expect(refused.stderr.split("\n").slice(0, 2)).toEqual([
-        expect.stringContaining(`idemkit-redis: ${said}`),
-        expect.stringMatching(/^usage: /),
-      ]);
-      expect(refused.stderr).not.toContain("    at ");
+      expectUsageError(await idemkitRedis([...args]), expect.stringContaining(`idemkit-redis: ${said}`));
     }
   });
 

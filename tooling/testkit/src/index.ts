@@ -2,6 +2,8 @@ import "./provided.js";
 
 export type { ScriptProcess } from "./child.js";
 export { announcementsOf, spawnScript } from "./child.js";
+export type { CommandOutcome } from "./command-line.js";
+export { expectUnreachable, expectUsageError } from "./command-line.js";
 export type {
   NodePostgresDatabase,
   OpenedDatabase,
