@@ -4,14 +4,14 @@
  */
 // #region jobs
 import { createJobs, type JobTarget } from "@idemkit/pg-boss";
-import PgBoss from "pg-boss";
+import { PgBoss } from "pg-boss";
 import { db } from "./db";
 import { env } from "./env";
 import { sentMail } from "./schema";
 
 const boss = new PgBoss(env.databaseUrl);
 await boss.start();
-await boss.createQueue("order-confirmation", { name: "order-confirmation", expireInSeconds: 60 });
+await boss.createQueue("order-confirmation", { expireInSeconds: 60 });
 const jobs = createJobs({ boss, db });
 
 // In placeOrder, `await sendConfirmationJob(ctx.idempotency, order.orderId)`: the job exists if and only if the

@@ -8,8 +8,39 @@
  */
 import { sha256Hex } from "@idemkit/core/internal";
 import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
-import { type ProcessedEventsTable, processOnce, sqlExecutor } from "@idemkit/outbox";
-import type PgBoss from "pg-boss";
+import { type ProcessedEventsTable, processOnce, type SqlExecutor, sqlExecutor } from "@idemkit/outbox";
+
+/**
+ * What the jobs use of a started pg-boss: `new PgBoss(…)` of pg-boss 10, 11 or 12 is one. The options `send` and
+ * `work` take, and the job a handler receives, are that version's own (see {@link SendOptionsOf}, {@link JobOf}).
+ */
+export interface JobQueue {
+  send(name: string, data: object, options: { id: string; db: SqlExecutor }): Promise<string | null>;
+  // pg-boss 10's types ask for includeArchive, which is false unless given.
+  getJobById(
+    name: string,
+    id: string,
+    options?: { db?: SqlExecutor; includeArchive?: boolean },
+  ): Promise<{ state: string } | null>;
+  getQueue(name: string): Promise<object | null>;
+  work(
+    name: string,
+    options: object,
+    handler: (jobs: Array<{ id: string; expireInSeconds: number }>) => Promise<unknown>,
+  ): Promise<string>;
+  fail(name: string, id: string, data: object): Promise<unknown>;
+}
+
+/** The options `boss.send` takes in the installed pg-boss. */
+export type SendOptionsOf<Boss extends JobQueue> = NonNullable<Parameters<Boss["send"]>[2]>;
+
+/** The options `boss.work` takes in the installed pg-boss. */
+export type WorkOptionsOf<Boss extends JobQueue> = NonNullable<Parameters<Boss["work"]>[1]>;
+
+/** The job the installed pg-boss hands a worker, carrying `Data`. */
+export type JobOf<Boss extends JobQueue, Data> = Omit<Parameters<Parameters<Boss["work"]>[2]>[0][number], "data"> & {
+  data: Data;
+};
 
 /**
  * Where a job is sent from: the protected procedure's `ctx.idempotency`, any `{ tx }` of the app's own, or
@@ -27,13 +58,13 @@ export interface JobTarget<TDb extends AnyPgDatabase> {
 /** What `send` did: created the job, or not, and why not. */
 export type SendResult =
   | { id: string; sent: true }
-  /** A job with this key is in the queue (in `state`: it may have failed; pg-boss keeps it until it archives it). */
+  /** A job with this key is in the queue (in `state`: it may have failed; pg-boss keeps it until it deletes it). */
   | { id: string; sent: false; reason: "exists"; state: string }
   /** The queue's policy (short, singleton, stately) or a `singletonKey` refused it: no job was stored. */
   | { id: string; sent: false; reason: "refused" };
 
 /** pg-boss's send options, with the job's business key in place of its id. */
-export type IdempotentSendOptions = Omit<PgBoss.SendOptions, "id" | "db"> & {
+export type IdempotentSendOptions<Boss extends JobQueue = JobQueue> = Omit<SendOptionsOf<Boss>, "id" | "db"> & {
   /**
    * What the job does, once: `order-confirmation:42`. The job's id is derived from it (and the queue), so the same
    * key sent twice is one job.
@@ -41,9 +72,9 @@ export type IdempotentSendOptions = Omit<PgBoss.SendOptions, "id" | "db"> & {
   key: string;
 };
 
-export interface JobsOptions<TDb extends AnyPgDatabase> {
-  /** A started pg-boss (`await boss.start()`), on the database `db` connects to. */
-  boss: PgBoss;
+export interface JobsOptions<TDb extends AnyPgDatabase, Boss extends JobQueue> {
+  /** A started pg-boss (`await boss.start()`), on the database `db` connects to: 10, 11 or 12. */
+  boss: Boss;
   /** The database the handlers write to: the record of processed jobs must be in it. */
   db: TDb;
   /** The record's table, when it is not the default `processedEvents`. */
@@ -51,15 +82,22 @@ export interface JobsOptions<TDb extends AnyPgDatabase> {
 }
 
 /** What a handler receives: the job, and the transaction its effects must be written in to happen once. */
-export type IdempotentJobHandler<TDb extends AnyPgDatabase, Data, Result> = (
-  job: PgBoss.Job<Data>,
+export type IdempotentJobHandler<TDb extends AnyPgDatabase, Data, Result, Boss extends JobQueue = JobQueue> = (
+  job: JobOf<Boss, Data>,
   tx: TransactionOf<TDb>,
 ) => Promise<Result>;
 
-export interface IdempotentWorkOptions extends PgBoss.WorkOptions {
+/**
+ * pg-boss's work options, less the two of pg-boss 12 that hand the handler's outcome to pg-boss (`perJobResults`,
+ * `transactional`): each job's outcome is settled here, through `processOnce`.
+ */
+export type IdempotentWorkOptions<Boss extends JobQueue = JobQueue> = Omit<
+  WorkOptionsOf<Boss>,
+  "perJobResults" | "transactional"
+> & {
   /** Who processes the jobs, for the processed-jobs record. Default: the queue's name. */
   consumer?: string;
-}
+};
 
 /**
  * The id pg-boss stores a job under for `key` on `queue`, in `scope` when the job was sent from a protected call
@@ -73,7 +111,11 @@ export function jobIdFor(queue: string, key: string, scope?: string): string {
 }
 
 /** Creates the sender and the worker of idempotent jobs over `boss`, handled in `db`. */
-export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsOptions<TDb>) {
+export function createJobs<TDb extends AnyPgDatabase, Boss extends JobQueue>({
+  boss,
+  db,
+  table,
+}: JobsOptions<TDb, Boss>) {
   return {
     /**
      * Sends a job in `target`'s transaction: it is created once that transaction commits, and never if it rolls
@@ -84,7 +126,7 @@ export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsO
       target: JobTarget<TDb>,
       queue: string,
       data: Data,
-      { key, ...options }: IdempotentSendOptions,
+      { key, ...options }: IdempotentSendOptions<Boss>,
     ): Promise<SendResult> {
       const { tx } = target;
       if (typeof tx !== "object" || tx === null) {
@@ -99,8 +141,8 @@ export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsO
       const executor = sqlExecutor(tx);
       const id = jobIdFor(queue, key, target.scope);
       if ((await boss.send(queue, data, { ...options, id, db: executor })) !== null) return { id, sent: true };
-      // pg-boss answers null for a job already there, a queue that does not exist, and a policy's refusal.
-      const existing = await boss.getJobById(queue, id, { db: executor, includeArchive: false });
+      // pg-boss answers null for a job already there and a policy's refusal; 10 and 11 for a missing queue too.
+      const existing = await boss.getJobById(queue, id, { db: executor });
       if (existing) return { id, sent: false, reason: "exists", state: existing.state };
       if (!(await boss.getQueue(queue))) {
         throw new Error(`jobs.send(): the queue ${queue} does not exist. Create it once with boss.createQueue().`);
@@ -113,12 +155,19 @@ export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsO
      * delivers again after it was done completes without running. A throw fails that job (and no other of its
      * batch) for pg-boss to retry, with nothing of its run kept. Resolves pg-boss's worker id (for `boss.offWork`).
      */
-    work<Data = object, Result = unknown>(
+    async work<Data = object, Result = unknown>(
       queue: string,
-      { consumer = queue, ...options }: IdempotentWorkOptions,
-      handler: IdempotentJobHandler<TDb, Data, Result>,
+      { consumer = queue, ...options }: IdempotentWorkOptions<Boss>,
+      handler: IdempotentJobHandler<TDb, Data, Result, Boss>,
     ): Promise<string> {
-      return boss.work<Data>(queue, options, async (jobs) => {
+      for (const settling of ["perJobResults", "transactional"]) {
+        if (settling in options) {
+          throw new TypeError(
+            `jobs.work(): ${settling} is not an option here: each job's outcome is settled through processOnce.`,
+          );
+        }
+      }
+      return boss.work(queue, options, async (jobs) => {
         let result: Result | undefined;
         for (const job of jobs) {
           // pg-boss stops waiting for a run at its expiry and lets the job be taken again: a run stuck behind
@@ -127,7 +176,7 @@ export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsO
           try {
             const outcome = await processOnce(
               { db, consumer, eventId: job.id, lockTimeoutMs, ...(table && { table }) },
-              (tx) => handler(job, tx),
+              (tx) => handler(job as JobOf<Boss, Data>, tx),
             );
             result = outcome.processed ? outcome.value : undefined;
           } catch (error) {
@@ -143,4 +192,6 @@ export function createJobs<TDb extends AnyPgDatabase>({ boss, db, table }: JobsO
   };
 }
 
-export type Jobs<TDb extends AnyPgDatabase> = ReturnType<typeof createJobs<TDb>>;
+export type Jobs<TDb extends AnyPgDatabase, Boss extends JobQueue = JobQueue> = ReturnType<
+  typeof createJobs<TDb, Boss>
+>;

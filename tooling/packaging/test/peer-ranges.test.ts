@@ -2,7 +2,8 @@
  * Each end of the packages' peer ranges, as a user's app gets it: the tarballs and that end's versions of tRPC,
  * drizzle-orm and postgres.js installed with a plain `npm install` (from the npm registry, so its peer checks run),
  * then type-checked, a protected mutation run twice with one key, and the store and atomic-mode conformance suites
- * and the outbox's round run on PGlite and a real PostgreSQL. The versions between are what the rest of `npm test` runs on.
+ * and the outbox's round run on PGlite and a real PostgreSQL; at the ends of pg-boss's range too (10.1 and 12, 12 on
+ * the Node it needs), a job round on PostgreSQL. The versions between are what the rest of `npm test` runs on.
  */
 import { execFile } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
@@ -39,12 +40,14 @@ const ENDS = {
     "@trpc/client": "11.19.0",
     "drizzle-orm": "0.41.0",
     postgres: "3.4.0",
+    "pg-boss": "10.1.0",
   },
   newest: {
     "@trpc/server": "11.25.2",
     "@trpc/client": "11.25.2",
     "drizzle-orm": "0.45.4",
     postgres: "4.2.0",
+    "pg-boss": "12.38.1",
   },
   "release candidate": {
     "@trpc/server": "11.25.2",
@@ -54,19 +57,27 @@ const ENDS = {
   },
 } as const;
 
+/** The pg-boss module each major's job round imports, and the Node it runs on (12 needs Node 22.12). */
+const PG_BOSS = {
+  10: { boss: "boss-10.ts", node: [process.execPath] },
+  12: { boss: "boss-12.ts", node: ["npx", "-y", "node@24"] },
+} as const;
+
 const temps: string[] = [];
 afterAll(async () => {
   for (const temp of temps) await rm(temp, { recursive: true, force: true });
 });
 
-describe.each(Object.entries(ENDS))("the %s end of the peer ranges", (_, versions) => {
+describe.each(Object.entries(ENDS))("the %s end of the peer ranges", (_, versions: Record<string, string>) => {
+  const pgBossVersion = versions["pg-boss"];
+  const pgBoss = pgBossVersion && PG_BOSS[Number.parseInt(pgBossVersion, 10) as keyof typeof PG_BOSS];
   it("installs with a plain npm install, type-checks, replays a call, and keeps the store contract", async () => {
     const temp = await mkdtemp(join(tmpdir(), "idemkit-peers-"));
     temps.push(temp);
     const app = join(temp, "app");
     await mkdir(app, { recursive: true });
     const tarballs: Record<string, string> = {};
-    for (const name of PACKAGES) {
+    for (const name of pgBoss ? [...PACKAGES, "pg-boss"] : PACKAGES) {
       const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", temp], {
         cwd: join(ROOT, "packages", name),
       });
@@ -92,6 +103,10 @@ describe.each(Object.entries(ENDS))("the %s end of the peer ranges", (_, version
     }
     await copyFile(join(CONSUMER, "app.ts"), join(app, "app.ts"));
     await copyFile(join(CONSUMER, "stores.conformance.ts"), join(app, "stores.conformance.ts"));
+    if (pgBoss) {
+      await copyFile(join(CONSUMER, "jobs.round.ts"), join(app, "jobs.round.ts"));
+      await copyFile(join(CONSUMER, "pg-boss", pgBoss.boss), join(app, "boss.ts"));
+    }
     const tables = ["idempotency_keys", "outbox_events", "processed_events"].flatMap(migrationStatementsFor);
     await writeFile(join(app, "schema.sql"), [...new Set(tables)].join("\n"));
     await writeFile(
@@ -107,7 +122,7 @@ describe.each(Object.entries(ENDS))("the %s end of the peer ranges", (_, version
           skipLibCheck: true,
           outDir: "out",
         },
-        files: ["app.ts", "stores.conformance.ts"],
+        files: ["app.ts", "stores.conformance.ts", ...(pgBoss ? ["jobs.round.ts"] : [])],
       }),
     );
     await run(process.execPath, [TSC, "-p", "tsconfig.json"], { cwd: app });
@@ -130,6 +145,24 @@ describe.each(Object.entries(ENDS))("the %s end of the peer ranges", (_, version
         timeout: 240_000,
       });
       expect(`${suites.stdout}\n${suites.stderr}`).toMatch(/Tests\s+\d+ passed/);
+
+      if (!pgBoss) return;
+      const [node = "node", ...nodeArgs] = pgBoss.node;
+      const round = await run(node, [...nodeArgs, join("out", "jobs.round.js")], {
+        cwd: app,
+        env: { ...process.env, IDEMKIT_PEER_DATABASE_URL: database.url },
+        timeout: 120_000,
+      });
+      const jobs = JSON.parse(round.stdout.trim().split("\n").at(-1) ?? "") as Record<string, unknown>;
+      const id = (jobs.first as { id: string }).id;
+      expect(jobs).toEqual({
+        first: { id, sent: true },
+        again: { id, sent: false, reason: "exists", state: "created" },
+        undoneSentLater: { id: expect.any(String), sent: true },
+        resent: { id, sent: true },
+        runs: 2,
+        mailed: 1,
+      });
     } finally {
       await database.drop();
     }
