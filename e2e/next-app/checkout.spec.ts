@@ -1,9 +1,16 @@
 /**
  * A new Next.js app's checkout after the README's Server Action section, in Chromium against a real PostgreSQL,
  * with create-next-app's defaults (`cacheComponents` on) and the newest peers a plain install gets: however a user
- * or the network repeats "Place order", with JavaScript or without, one user action places one order.
+ * or the network repeats "Place order", with JavaScript or without, one user action places one order. The app has
+ * Next.js's `experimental.useOffline` on, so Next.js itself sends an action again that the network dropped.
  */
-import { expectOneKeyPerAction, pressRapidly, reloadWhileInFlight, watchMutations } from "@idemkit/playwright";
+import {
+  expectOneKeyPerAction,
+  goOfflineWhileInFlight,
+  pressRapidly,
+  reloadWhileInFlight,
+  watchMutations,
+} from "@idemkit/playwright";
 import { expect, test } from "@playwright/test";
 import { holdFirstAnswerUntilSecondSent, pointerOn, sentAgainAfterLostAnswer } from "../form-posts.js";
 import { closeDatabase, openCheckout, ordersOf, placeOrderButton, receipt, signIn } from "./checkout.js";
@@ -59,6 +66,23 @@ test.describe("with JavaScript", () => {
     const sent = watchMutations(page, PLACE_ORDER);
     await reloadWhileInFlight(page, () => placeOrderButton(page).click(), PLACE_ORDER);
     await expect(receipt(page)).toHaveText(/^Order #\d+ placed\.$/);
+    await expectOneKeyPerAction(sent);
+    expect(await ordersOf(userId)).toBe(1);
+  });
+
+  test("the connection dropped after the order committed: sent again when it is back, the same order, placed once", async ({
+    page,
+  }) => {
+    await openCheckout(page, { hydrated: true });
+    const sent = watchMutations(page, PLACE_ORDER);
+    const { backOnline } = await goOfflineWhileInFlight(page, () => placeOrderButton(page).click(), {
+      ...PLACE_ORDER,
+      afterCommit: true,
+    });
+    expect(await ordersOf(userId)).toBe(1);
+    await backOnline();
+    await expect(receipt(page)).toHaveText(/^Order #\d+ placed\.$/);
+    expect(sent.sent.length).toBeGreaterThanOrEqual(2);
     await expectOneKeyPerAction(sent);
     expect(await ordersOf(userId)).toBe(1);
   });

@@ -7,7 +7,7 @@
  * that is not the README's, `offline-font.patch`, takes out the layout's Google fonts, which the build would
  * download: nothing but the npm registry is reached.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,6 +37,7 @@ export async function prepareNextApp(databaseUrl: string): Promise<NextApp> {
   try {
     await run("npx", ["--yes", CREATE_NEXT_APP, "myapp", "--yes", "--skip-install", "--disable-git"], temp);
     await run("git", ["apply", join(here, "adoption.patch"), join(here, "offline-font.patch")], dir);
+    await turnOnOfflineResend(join(dir, "next.config.ts"));
 
     const tarballs = await packed(PACKAGES, temp);
     await run("npm", ["install", "--no-audit", "--no-fund", ...tarballs, "drizzle-orm", "postgres"], dir);
@@ -59,4 +60,15 @@ export async function prepareNextApp(databaseUrl: string): Promise<NextApp> {
     await rm(temp, { recursive: true, force: true });
     throw error;
   }
+}
+
+/**
+ * Next.js's `experimental.useOffline`, which its docs say may become the default: a Server Action whose request
+ * failed as the connection dropped is sent again, by Next.js, once it is back.
+ */
+async function turnOnOfflineResend(configFile: string): Promise<void> {
+  const config = await readFile(configFile, "utf8");
+  const opening = "const nextConfig: NextConfig = {";
+  if (!config.includes(opening)) throw new Error(`${configFile} has no "${opening}" to add useOffline to:\n${config}`);
+  await writeFile(configFile, config.replace(opening, `${opening}\n  experimental: { useOffline: true },`));
 }
