@@ -4,7 +4,7 @@
  * its business key (`order-confirmation:42`), so sending it again (a replayed call, a re-run relay) stores nothing
  * new while pg-boss keeps the first. Its handler runs through `processOnce`, in one transaction with the record
  * that the job was done: a job that pg-boss runs twice (its worker died, its completion was lost, it expired while
- * still running, it was sent again after the first was archived) takes effect once.
+ * still running, it was sent again after the first was deleted) takes effect once.
  */
 import { sha256Hex } from "@idemkit/core/internal";
 import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
@@ -16,7 +16,7 @@ import { type ProcessedEventsTable, processOnce, type SqlExecutor, sqlExecutor }
  */
 export interface JobQueue {
   send(name: string, data: object, options: { id: string; db: SqlExecutor }): Promise<string | null>;
-  // pg-boss 10's types ask for includeArchive, which is false unless given.
+  // Written so pg-boss 10's signature fits, whose options must name includeArchive (false unless given).
   getJobById(
     name: string,
     id: string,
