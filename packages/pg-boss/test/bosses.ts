@@ -8,14 +8,15 @@ import type PgBoss10 from "pg-boss";
 
 /** A started pg-boss, with what the tests do to it in its version's words. */
 export interface TestedBoss {
-  /** Typed as pg-boss 10's for the options both majors take; types.test.ts checks each major's own types. */
+  /**
+   * Typed as pg-boss 10's for the options and calls every major takes alike (deleteJob, notifyWorker);
+   * types.test.ts checks each major's own types.
+   */
   boss: PgBoss10;
   createQueue(name: string, options?: { retryLimit?: number; retryDelay?: number; policy?: "short" }): Promise<void>;
   /** The job as pg-boss keeps it, completed ones included; null once it is gone. */
   job(queue: string, id: string): Promise<{ state: string; output?: unknown; startAfter: Date; data: unknown } | null>;
   offWork(queue: string, workerId: string): Promise<void>;
-  deleteJob(queue: string, id: string): Promise<unknown>;
-  notifyWorker(workerId: string): void;
   stop(): Promise<void>;
 }
 
@@ -27,16 +28,11 @@ export const BOSSES = [
   { version: "pg-boss 12", runsHere: major > 22 || (major === 22 && minor >= 12), start: startPgBoss12 },
 ] as const;
 
-const settings = (connectionString: string, max: number) => ({
-  connectionString,
-  max,
-  schedule: false,
-  supervise: false,
-});
+const settings = (connectionString: string) => ({ connectionString, max: 3, schedule: false, supervise: false });
 
-async function startPgBoss10(connectionString: string, { max = 3 } = {}): Promise<TestedBoss> {
+async function startPgBoss10(connectionString: string): Promise<TestedBoss> {
   const { default: PgBoss } = await import("pg-boss");
-  const boss = new PgBoss(settings(connectionString, max));
+  const boss = new PgBoss(settings(connectionString));
   boss.on("error", (error) => console.error("pg-boss 10:", error));
   await boss.start();
   return {
@@ -44,15 +40,13 @@ async function startPgBoss10(connectionString: string, { max = 3 } = {}): Promis
     createQueue: (name, options) => boss.createQueue(name, { name, ...options }),
     job: (queue, id) => boss.getJobById(queue, id, { includeArchive: true }),
     offWork: (_queue, id) => boss.offWork({ id }),
-    deleteJob: (queue, id) => boss.deleteJob(queue, id),
-    notifyWorker: (id) => boss.notifyWorker(id),
     stop: () => boss.stop({ graceful: false, wait: true }),
   };
 }
 
-async function startPgBoss11(connectionString: string, { max = 3 } = {}): Promise<TestedBoss> {
+async function startPgBoss11(connectionString: string): Promise<TestedBoss> {
   const { default: PgBoss } = await import("pg-boss-11");
-  const boss = new PgBoss(settings(connectionString, max));
+  const boss = new PgBoss(settings(connectionString));
   boss.on("error", (error) => console.error("pg-boss 11:", error));
   await boss.start();
   return {
@@ -60,15 +54,13 @@ async function startPgBoss11(connectionString: string, { max = 3 } = {}): Promis
     createQueue: (name, options) => boss.createQueue(name, options),
     job: (queue, id) => boss.getJobById(queue, id),
     offWork: (_queue, id) => boss.offWork({ id }),
-    deleteJob: (queue, id) => boss.deleteJob(queue, id),
-    notifyWorker: (id) => boss.notifyWorker(id),
     stop: () => boss.stop({ graceful: false, wait: true }),
   };
 }
 
-async function startPgBoss12(connectionString: string, { max = 3 } = {}): Promise<TestedBoss> {
+async function startPgBoss12(connectionString: string): Promise<TestedBoss> {
   const { PgBoss } = await import("pg-boss-12");
-  const boss = new PgBoss(settings(connectionString, max));
+  const boss = new PgBoss(settings(connectionString));
   boss.on("error", (error) => console.error("pg-boss 12:", error));
   await boss.start();
   return {
@@ -76,8 +68,6 @@ async function startPgBoss12(connectionString: string, { max = 3 } = {}): Promis
     createQueue: (name, options) => boss.createQueue(name, options),
     job: (queue, id) => boss.getJobById(queue, id),
     offWork: (queue, id) => boss.offWork(queue, { id }),
-    deleteJob: (queue, id) => boss.deleteJob(queue, id),
-    notifyWorker: (id) => boss.notifyWorker(id),
     stop: () => boss.stop({ graceful: false }),
   };
 }

@@ -236,9 +236,9 @@ describe.each(CASES)("$version on $driver", ({ runsHere, start, open }) => {
     workers.push(worker);
     await vi.waitFor(async () => expect(await stateOf(id)).toBe("completed"), { timeout: 10_000 });
     // pg-boss forgets a job once it is archived and dropped: the same key is then a new job with the same id.
-    await boss.deleteJob(QUEUE, id);
+    await boss.boss.deleteJob(QUEUE, id);
     expect(await sendCommitted(key, orderId)).toEqual({ id, sent: true });
-    boss.notifyWorker(worker);
+    boss.boss.notifyWorker(worker);
     await vi.waitFor(async () => expect(await stateOf(id)).toBe("completed"), { timeout: 10_000 });
     expect(runs).toBe(1);
     expect(await sentFor(orderId)).toEqual([1]);
