@@ -13,19 +13,32 @@ import {
 import { expect, type Page, test } from "@playwright/test";
 import { openCheckout, ordersOf } from "./checkout-page.js";
 
-/** Serves a one-button form at /broken-form whose press posts the order with the headers `keyPerPress` gives. */
-async function openBrokenForm(page: Page, keyPerPress: "new key per press" | "no key"): Promise<void> {
+/**
+ * Serves a one-button form at /broken-form whose press posts the order with the headers `keyPerPress` gives;
+ * "one key, debounced" is a correct form that sends its one key 100 ms after the press.
+ */
+async function openBrokenForm(
+  page: Page,
+  keyPerPress: "new key per press" | "no key" | "one key, debounced",
+): Promise<void> {
   await openCheckout(page); // the user's cookie
-  const key = keyPerPress === "no key" ? "{}" : `{ "idempotency-key": crypto.randomUUID() }`;
+  const key = {
+    "no key": "{}",
+    "new key per press": `{ "idempotency-key": crypto.randomUUID() }`,
+    "one key, debounced": `{ "idempotency-key": oneKey }`,
+  }[keyPerPress];
+  const delayMs = keyPerPress === "one key, debounced" ? 100 : 0;
   await page.route("**/broken-form", (route) =>
     route.fulfill({
       contentType: "text/html",
       body: `<!doctype html><button>Pay</button><script>
-        document.querySelector("button").onclick = () => fetch("/api/trpc/checkout.placeOrder", {
+        const oneKey = crypto.randomUUID();
+        const send = () => fetch("/api/trpc/checkout.placeOrder", {
           method: "POST",
           headers: { "content-type": "application/json", ...${key} },
           body: JSON.stringify({ json: { items: [{ sku: "tea", qty: 1 }] } }),
         });
+        document.querySelector("button").onclick = () => (${delayMs} ? setTimeout(send, ${delayMs}) : send());
       </script>`,
     }),
   );
@@ -52,6 +65,19 @@ test("a form that mints a new key per press fails expectOneKeyPerAction, and the
   await expect(expectEffectTimes(sent, orderCount(page))).rejects.toThrow(
     /Expected the effect 1 time\(s\), but it happened 2 time\(s\) \(count 2, before 0\): repeats ran again instead of replaying/,
   );
+});
+
+test("a press made long after the watch began, and sent a moment later, is still seen", async ({ page }) => {
+  await openBrokenForm(page, "one key, debounced");
+  const sent = watchMutations(page, { procedure: "checkout.placeOrder" });
+  // The user reads the page for longer than the log's quiet period before pressing: on a loaded machine a press
+  // can take as long to hand back. The quiet period counts from the assertion, so the request is not missed.
+  await page.waitForTimeout(600);
+  await page.getByRole("button", { name: "Pay" }).click();
+
+  await expectOneKeyPerAction(sent);
+  expect(sent.sent).toHaveLength(1);
+  expect(sent.sent[0]?.status).toBe(200);
 });
 
 test("a form that sends no key fails expectOneKeyPerAction, saying the server cannot tell a repeat", async ({

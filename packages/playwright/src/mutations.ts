@@ -52,7 +52,8 @@ export interface MutationLog {
   keys(): string[];
   /**
    * Resolves once every request sent so far has its answer, or failed, and no new one came for `quietMs` (500 by
-   * default): a retry waiting out its backoff, or a press queued behind the first answer, is still seen.
+   * default) since the call: a retry waiting out its backoff, or a press queued behind the first answer, is still
+   * seen, and so is a press whose request reaches the log only after a slow page handed control back.
    */
   settled(options?: { quietMs?: number }): Promise<void>;
   /** A table of what was sent, one request per line (and the other POSTs, when none matched): what failures print. */
@@ -208,8 +209,11 @@ export function watchMutations(page: Page, filter: MutationFilter = {}): Mutatio
     sent,
     keys: () => [...new Set(sent.map((entry) => entry.key).filter((key): key is string => key !== undefined))],
     async settled({ quietMs = 500 } = {}) {
+      // Quiet is counted from the call as well: on a loaded machine the user's press can take longer than quietMs
+      // to hand back, and a log that had been quiet since it was made would settle before its first request.
+      const calledAt = Date.now();
       for (;;) {
-        const waitMs = lastChange + quietMs - Date.now();
+        const waitMs = Math.max(lastChange, calledAt) + quietMs - Date.now();
         if (pending.size === 0 && waitMs <= 0) return;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, Math.max(waitMs, 50));
