@@ -1,7 +1,8 @@
 /**
  * What `npm start`, `npm test` and the other root scripts do first, so that each works on a fresh clone with
  * Node.js 20 and the npm it ships: installs the dependencies when they are missing or not the lockfile's, and with
- * `test`, finds or installs the Chromium the browser tests drive and the redis-server the Redis store's tests start.
+ * `test`, finds or installs the Chromium the browser tests drive, the redis-server the Redis store's tests start,
+ * and the PgBouncer the pooler tests put in front of PostgreSQL.
  * Plain Node: it runs before anything is installed.
  *
  *   node tooling/setup.mjs [test]
@@ -70,6 +71,8 @@ if (forTests) {
   const missing = [];
   if (!systemChromium) missing.push("chromium");
   if (!process.env.REDIS_URL && !onPath("redis-server")) missing.push("redis-server");
+  // Debian installs it in /usr/sbin, which is not on every user's PATH.
+  if (!onPath("pgbouncer") && !existsSync("/usr/sbin/pgbouncer")) missing.push("pgbouncer");
 
   if (missing.length > 0 && onPath("apt-get")) {
     // Playwright cannot download its browsers on machines that reach only the npm registry and Debian's mirrors.
@@ -77,6 +80,13 @@ if (forTests) {
     aptGet(["install", "-y", "-qq", ...missing]);
   } else {
     if (missing.includes("chromium")) run("npx", ["playwright", "install", "chromium"]);
+    if (missing.includes("pgbouncer")) {
+      console.error(
+        "The pooler tests start a PgBouncer in front of PostgreSQL, and none is installed: install it " +
+          "(brew install pgbouncer, apt-get install pgbouncer).",
+      );
+      process.exit(1);
+    }
     if (missing.includes("redis-server")) {
       console.error(
         "The Redis store's tests start a redis-server, and none is on PATH: install Redis " +

@@ -33,6 +33,15 @@ export function isLockTimeout(error: unknown): boolean {
   return sqlStateOf(error) === "55P03";
 }
 
+/**
+ * Whether PostgreSQL refused a named prepared statement as missing (26000) or as there already (42P05): what a
+ * transaction pooler does to statements prepared by name, as its server connections change under the client's.
+ */
+export function isPreparedStatementLost(error: unknown): boolean {
+  const state = sqlStateOf(error);
+  return state === "26000" || state === "42P05";
+}
+
 /** What drivers call a connection that closed under a statement, besides SQLSTATE class 08. */
 const CONNECTION_LOST_CODES = new Set(["CONNECTION_CLOSED", "ECONNRESET", "EPIPE"]);
 

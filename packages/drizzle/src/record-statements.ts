@@ -118,6 +118,13 @@ export function statementsFor(table: string) {
       columns: ["done"],
     },
 
+    /** $4 fence. One row back when the record is completed under that fence: what its transaction's COMMIT kept. */
+    KEPT: {
+      name: "idemkit_kept",
+      text: `select 1 as kept from ${table} where ${KEY_MATCH} and fence = $4::bigint and state = 'completed'`,
+      columns: ["kept"],
+    },
+
     /** $4 fence. */
     RELEASE: {
       name: "idemkit_release",

@@ -17,7 +17,7 @@ import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import { type SQL, sql } from "drizzle-orm";
 import { getTableConfig, type PgTable, QueryBuilder } from "drizzle-orm/pg-core";
-import { databaseMessageOf, sqlStateOf } from "./driver-errors.js";
+import { databaseMessageOf, isPreparedStatementLost, sqlStateOf } from "./driver-errors.js";
 
 /**
  * A Drizzle PostgreSQL database (postgres.js, PGlite, node-postgres, on drizzle-orm 0.41 to 1.0), as far as idemkit
@@ -148,7 +148,17 @@ function carrierOf(statement: Statement): { steps: unknown[]; result: unknown } 
  * built and rendered once there: Drizzle renders a statement anew every time it is prepared, which costs more
  * than sending it. A transaction is new each time, so its statements are prepared every time.
  */
-const preparedOn = new WeakMap<object, WeakMap<Statement, Prepared>>();
+const preparedOn = new WeakMap<object, { named: boolean; statements: WeakMap<Statement, Prepared> }>();
+
+/**
+ * Whether idemkit's statements are still prepared under their names. A transaction pooler (PgBouncer, Supabase's
+ * Supavisor, Neon's) hands each transaction, and each statement outside one, to whichever server connection is
+ * free, so a statement prepared by name on one is missing on the next (or there already, from another client):
+ * the first time PostgreSQL says so, every statement of idemkit's in this process is sent unnamed from then on,
+ * parsed and planned each time. Where names work, they are kept: an atomic first execution costs 2.5 times as
+ * much unnamed on node-postgres (743 against 1,868 µs, a direct connection on one machine).
+ */
+let namingStatements = true;
 
 /**
  * Has `run` keep the statements it prepares on `db` (a database, never a transaction), to run them again with
@@ -156,39 +166,64 @@ const preparedOn = new WeakMap<object, WeakMap<Statement, Prepared>>();
  */
 export function preparedOnce(db: Executor): void {
   // Keyed weakly by statement as well: a statement made for one call (the relay's retry and purge) goes with it.
-  if (!preparedOn.has(db)) preparedOn.set(db, new WeakMap());
+  if (!preparedOn.has(db)) preparedOn.set(db, { named: namingStatements, statements: new WeakMap() });
 }
 
 /**
  * Runs a statement as a named prepared statement: parsed and planned once per connection, then one round trip
  * each time, on the drivers that prepare (drizzle-orm 0.45.4 and later on postgres.js; node-postgres), and one
- * unnamed statement elsewhere. Always on the primary (a database made with `withReplicas` sends a select to a
- * replica, where a write fails and a read may be behind), and never from Drizzle's query cache.
+ * unnamed statement elsewhere, or behind a transaction pooler (see `namingStatements`). Always on the primary (a
+ * database made with `withReplicas` sends a select to a replica, where a write fails and a read may be behind),
+ * and never from Drizzle's query cache.
  */
 export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
   const values: Record<string, unknown> = {};
   params.forEach((value, index) => {
     values[index + 1] = value;
   });
-  const kept = preparedOn.get(executor);
-  return sent(() => {
-    let prepared = kept?.get(statement);
-    if (!prepared) {
-      prepared = prepare(executor, statement);
-      kept?.set(statement, prepared);
-    }
-    return prepared.execute(values);
-  }).catch(explainMissingTables);
+  const attempt = () => {
+    const named = namingStatements;
+    const kept = keptOn(executor, named);
+    return sent(() => {
+      let prepared = kept?.get(statement);
+      if (!prepared) {
+        prepared = prepare(executor, statement, named);
+        kept?.set(statement, prepared);
+      }
+      return prepared.execute(values);
+    }).catch((error: unknown) => {
+      if (named && isPreparedStatementLost(error)) namingStatements = false;
+      throw error;
+    });
+  };
+  return attempt()
+    .catch((error: unknown) => {
+      // On a database (never a transaction, which the failure aborted) the same statement is sent again, unnamed.
+      if (isPreparedStatementLost(error) && preparedOn.has(executor)) return attempt();
+      throw error;
+    })
+    .catch(explainMissingTables);
 }
 
-function prepare(executor: Executor, statement: Statement): Prepared {
+/** The statements kept on `executor` when it is a database, as prepared with or without their names. */
+function keptOn(executor: Executor, named: boolean): WeakMap<Statement, Prepared> | undefined {
+  const kept = preparedOn.get(executor);
+  if (kept && kept.named !== named) {
+    kept.named = named;
+    kept.statements = new WeakMap();
+  }
+  return kept?.statements;
+}
+
+function prepare(executor: Executor, statement: Statement, named: boolean): Prepared {
   const { steps, result } = carrierOf(statement);
   const carrier = executor as unknown as Carrier;
   const select = (carrier.$primary ?? carrier)
     .with(...steps, result)
     .select()
     .from(result);
-  return (select.$withCache?.(false) ?? select).prepare(statement.name);
+  // Without a name, Drizzle sends it unprepared (postgres.js) or as the unnamed statement (node-postgres).
+  return (select.$withCache?.(false) ?? select).prepare((named ? statement.name : undefined) as string);
 }
 
 /**

@@ -34,7 +34,8 @@ import type {
 import { IdempotencyError, IdempotencyErrorCode, ProcedureTransactionError, replacement } from "@idemkit/core";
 import { DEFAULT_WAIT_MS } from "@idemkit/core/internal";
 import { bypassGuard } from "./bypass-guard.js";
-import { againIfConnectionLost, isLockTimeout, isProcedureFailure } from "./driver-errors.js";
+import { againIfConnectionLost, isLockTimeout, isPreparedStatementLost, isProcedureFailure } from "./driver-errors.js";
+import { commitMayBeMisreported, poolerNeedsUnpreparedStatements } from "./pooler.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
 import {
@@ -88,6 +89,16 @@ interface Claiming {
   afterLateClaim?(): PromiseLike<unknown>;
 }
 
+/**
+ * A claim refused because its prepared statement was lost (a transaction pooler, see `namingStatements` in
+ * statements.ts): nothing of the procedure ran, so its transaction may be begun again.
+ */
+class ClaimStatementLost extends Error {
+  constructor(override readonly cause: unknown) {
+    super("The claim's prepared statement was lost", { cause });
+  }
+}
+
 /** Creates the PostgreSQL store. Atomic mode is the default in the middleware; lease mode works as well. */
 export function drizzleStore<TDb extends AnyPgDatabase>({
   db,
@@ -97,6 +108,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   const statements = statementsFor(qualifiedName(table));
   const guard = bypassGuard(db);
   preparedOnce(db);
+  // Read once the transaction is over, to know it committed: see pooler.ts.
+  const checkCommits = commitMayBeMisreported(db);
+  /** Set once a pooler showed itself under a driver that cannot be trusted there: every atomic call is refused. */
+  let refusal: IdempotencyError | undefined;
 
   /**
    * Claims `request` through `executor`: the database itself (lease mode), or an atomic transaction (`inTransaction`),
@@ -161,80 +176,111 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       return { running: row?.running === true, record: row?.state != null ? toRecord(row) : undefined };
     },
     async transaction(work) {
-      // The completing update is sent without waiting for its answer, so that drizzle's COMMIT follows it in
-      // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
-      // COMMIT into a rollback of everything, which is then reported instead of the result.
-      let claimed: ClaimRequest | undefined;
-      let completing: { response: StoredResponse; expiresAt: number; done: Promise<boolean> } | undefined;
-      let finished: { value: Awaited<ReturnType<typeof work>> } | undefined;
+      if (refusal) throw refusal;
       try {
-        const result = await transactionOf(db, transact);
-        if (completing && !(await completing.done)) {
-          throw new Error("The claimed record vanished inside its own transaction.");
-        }
-        return result;
+        return await transactionOnce(work);
       } catch (error) {
-        if (!finished || !completing || !claimed || !(await isProcedureFailure(error, completing.done))) throw error;
-        // The procedure caught a failed statement of its own and went on, and the driver would not commit. Its
-        // writes are gone with the transaction; an error answer, which was to undo them anyway, is still kept,
-        // in a transaction of its own. A success cannot be: it is the procedure's failure, not the store's.
-        if (completing.response.status < 400) throw new ProcedureTransactionError(claimed.id.path, error);
-        await recordAgain(claimed, completing.response, completing.expiresAt);
-        return finished.value;
-      }
-
-      /** `tx` for the procedure, `own` for the store's statements (see `transaction-fence.ts`). */
-      async function transact(tx: TransactionOf<TDb>, own: Executor) {
-        let fence: number | undefined;
-        const session: AtomicSession<TransactionOf<TDb>> = {
-          tx: tx as TransactionOf<TDb>,
-          async claim(request) {
-            guard?.name(request.id.path);
-            const claiming = claimWith(own, request, {
-              afterLateClaim: () => command(own, SAVEPOINT),
-            });
-            // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
-            // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it. A command
-            // sent after a statement reaches the driver after it on every tested Drizzle version (the conformance
-            // suite's undo test fails otherwise, at each end of the peer range): it is the slower of the two paths.
-            // Its failure is handled from the moment it is sent, as it may come back before the claim's: postgres.js
-            // sends a prepared claim the server refuses to run as cached (a column's type changed under it; a pooler
-            // lost it) once more, behind this savepoint, which the aborted transaction then fails while the claim is
-            // still pending. A rejection left unhandled until the claim settles ends a plain Node process.
-            const savepoint = command(own, SAVEPOINT);
-            savepoint.catch(() => {});
-            let outcome: AtomicClaimResult;
-            try {
-              outcome = await claiming;
-            } catch (error) {
-              await savepoint.catch(() => {});
-              if (isLockTimeout(error)) return { status: "busy" };
-              throw error;
-            }
-            await savepoint;
-            if (outcome.status === "claimed") {
-              fence = outcome.fence;
-              claimed = request;
-            }
-            return outcome;
-          },
-          async complete(id, response, expiresAt, { undoEffects }) {
-            if (fence === undefined) throw new Error("complete() called before a successful claim()");
-            // Answered before the completion is sent: Drizzle sends a command (`execute`) and a prepared statement
-            // by different paths, and on some versions the later-sent one reaches the driver first. A failed undo
-            // leaves the transaction aborted, which the completion then reports.
-            if (undoEffects) await command(own, UNDO).catch(() => {});
-            const done = completeWith(own, id, fence, response, expiresAt);
-            done.catch(() => {});
-            completing = { response, expiresAt, done };
-          },
-        };
-        const value = await (guard ? guard.within(() => work(session)) : work(session));
-        finished = { value };
-        return value;
+        if (!(error instanceof ClaimStatementLost)) throw error;
+        // Nothing ran: the claim is the transaction's first statement. Its statements now go unnamed.
+        return await transactionOnce(work).catch((again: unknown) => {
+          throw again instanceof ClaimStatementLost ? again.cause : again;
+        });
       }
     },
   };
+
+  async function transactionOnce<T>(work: (session: AtomicSession<TransactionOf<TDb>>) => Promise<T>): Promise<T> {
+    // The completing update is sent without waiting for its answer, so that drizzle's COMMIT follows it in
+    // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
+    // COMMIT into a rollback of everything, which is then reported instead of the result.
+    let claimed: (ClaimRequest & { fence: number }) | undefined;
+    let completing: { response: StoredResponse; expiresAt: number; done: Promise<boolean> } | undefined;
+    let finished: { value: Awaited<ReturnType<typeof work>> } | undefined;
+    try {
+      const result = await transactionOf(db, transact);
+      if (completing && !(await completing.done)) {
+        throw new Error("The claimed record vanished inside its own transaction.");
+      }
+      if (checkCommits && completing && claimed) await provenCommitted(claimed);
+      return result;
+    } catch (error) {
+      if (checkCommits && isPreparedStatementLost(error)) {
+        refusal = poolerNeedsUnpreparedStatements("PostgreSQL lost a prepared statement.", error);
+        throw refusal;
+      }
+      if (!finished || !completing || !claimed || !(await isProcedureFailure(error, completing.done))) throw error;
+      // The procedure caught a failed statement of its own and went on, and the driver would not commit. Its
+      // writes are gone with the transaction; an error answer, which was to undo them anyway, is still kept,
+      // in a transaction of its own. A success cannot be: it is the procedure's failure, not the store's.
+      if (completing.response.status < 400) throw new ProcedureTransactionError(claimed.id.path, error);
+      await recordAgain(claimed, completing.response, completing.expiresAt);
+      return finished.value;
+    }
+
+    /** `tx` for the procedure, `own` for the store's statements (see `transaction-fence.ts`). */
+    async function transact(tx: TransactionOf<TDb>, own: Executor) {
+      let fence: number | undefined;
+      const session: AtomicSession<TransactionOf<TDb>> = {
+        tx: tx as TransactionOf<TDb>,
+        async claim(request) {
+          guard?.name(request.id.path);
+          const claiming = claimWith(own, request, {
+            afterLateClaim: () => command(own, SAVEPOINT),
+          });
+          // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
+          // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it. A command
+          // sent after a statement reaches the driver after it on every tested Drizzle version (the conformance
+          // suite's undo test fails otherwise, at each end of the peer range): it is the slower of the two paths.
+          // Its failure is handled from the moment it is sent, as it may come back before the claim's: postgres.js
+          // sends a prepared claim the server refuses to run as cached (a column's type changed under it; a pooler
+          // lost it) once more, behind this savepoint, which the aborted transaction then fails while the claim is
+          // still pending. A rejection left unhandled until the claim settles ends a plain Node process.
+          const savepoint = command(own, SAVEPOINT);
+          savepoint.catch(() => {});
+          let outcome: AtomicClaimResult;
+          try {
+            outcome = await claiming;
+          } catch (error) {
+            await savepoint.catch(() => {});
+            if (isLockTimeout(error)) return { status: "busy" };
+            if (isPreparedStatementLost(error) && !checkCommits) throw new ClaimStatementLost(error);
+            throw error;
+          }
+          await savepoint;
+          if (outcome.status === "claimed") {
+            fence = outcome.fence;
+            claimed = { ...request, fence };
+          }
+          return outcome;
+        },
+        async complete(id, response, expiresAt, { undoEffects }) {
+          if (fence === undefined) throw new Error("complete() called before a successful claim()");
+          // Answered before the completion is sent: Drizzle sends a command (`execute`) and a prepared statement
+          // by different paths, and on some versions the later-sent one reaches the driver first. A failed undo
+          // leaves the transaction aborted, which the completion then reports.
+          if (undoEffects) await command(own, UNDO).catch(() => {});
+          const done = completeWith(own, id, fence, response, expiresAt);
+          done.catch(() => {});
+          completing = { response, expiresAt, done };
+        },
+      };
+      const value = await (guard ? guard.within(() => work(session)) : work(session));
+      finished = { value };
+      return value;
+    }
+  }
+
+  /**
+   * Reads back the record a transaction completed: it is there, under the transaction's fence, only if the COMMIT
+   * was. A driver that reported a rolled-back COMMIT as done is refused from then on (see pooler.ts); a read that
+   * fails leaves the outcome unknown, which the engine answers as such.
+   */
+  async function provenCommitted(request: ClaimRequest & { fence: number }): Promise<void> {
+    const kept = await againIfConnectionLost(() => run(db, statements.KEPT, [...keyOf(request.id), request.fence]));
+    if (kept.length === 1) return;
+    refusal = poolerNeedsUnpreparedStatements("A transaction's COMMIT was reported done, and nothing of it was kept.");
+    throw refusal;
+  }
 
   /**
    * Stores an error answer whose transaction the driver refused to commit, as the first request for its key. A

@@ -14,6 +14,7 @@ import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import pg from "pg";
 import postgres from "postgres";
+import type { RunningPgbouncer } from "./pgbouncer.js";
 import { createDatabase } from "./postgres.js";
 
 /** The repository's drizzle-kit migrations. */
@@ -60,24 +61,34 @@ export async function openPglite(): Promise<OpenedDatabase<PgliteDatabase>> {
 export interface PostgresOpenOptions {
   /** Connection pool size. Default 10. */
   max?: number;
+  /**
+   * Connect through this transaction pooler, as an app on a pooled URL does; migrations and `query` still go
+   * straight to the server, as over a direct URL.
+   */
+  through?: RunningPgbouncer;
+  /** postgres.js's own `prepare` (default true): false, as its users behind a transaction pooler are told to. */
+  prepare?: boolean;
 }
 
 /** A new database on the server at `serverUrl`, migrated, behind a postgres.js pool; dropped on close. */
 export async function openPostgres(
   serverUrl: string,
-  { max = 10 }: PostgresOpenOptions = {},
+  { max = 10, through, prepare }: PostgresOpenOptions = {},
 ): Promise<OpenedDatabase<PostgresDatabase> & { url: string }> {
   const database = await createDatabase(serverUrl);
-  const client = postgres(database.url, { max, onnotice: () => {} });
+  const direct = postgres(database.url, { max: through ? 2 : max, onnotice: () => {} });
+  await migratePostgres(drizzlePostgres(direct), { migrationsFolder: MIGRATIONS_FOLDER });
+  const client = through
+    ? postgres(through.pooled(database.url), { max, onnotice: () => {}, ...(prepare === undefined ? {} : { prepare }) })
+    : direct;
   const db = drizzlePostgres(client);
-  await migratePostgres(db, { migrationsFolder: MIGRATIONS_FOLDER });
   return {
     db,
     url: database.url,
     query: async <T>(text: string, params: unknown[] = []) =>
-      (await client.unsafe(text, params as postgres.ParameterOrJSON<never>[])) as unknown as T[],
+      (await direct.unsafe(text, params as postgres.ParameterOrJSON<never>[])) as unknown as T[],
     async close() {
-      await client.end({ timeout: 5 });
+      await Promise.all([client.end({ timeout: 5 }), client !== direct && direct.end({ timeout: 5 })]);
       await database.drop();
     },
   };
@@ -86,18 +97,19 @@ export async function openPostgres(
 /** Like {@link openPostgres}, through node-postgres (`pg`) instead of postgres.js. */
 export async function openNodePostgres(
   serverUrl: string,
-  { max = 10 }: PostgresOpenOptions = {},
+  { max = 10, through }: Omit<PostgresOpenOptions, "prepare"> = {},
 ): Promise<OpenedDatabase<NodePostgresDatabase> & { url: string }> {
   const database = await createDatabase(serverUrl);
-  const pool = new pg.Pool({ connectionString: database.url, max });
+  const direct = new pg.Pool({ connectionString: database.url, max: through ? 2 : max });
+  await migrateNodePostgres(drizzleNodePostgres({ client: direct }), { migrationsFolder: MIGRATIONS_FOLDER });
+  const pool = through ? new pg.Pool({ connectionString: through.pooled(database.url), max }) : direct;
   const db = drizzleNodePostgres({ client: pool });
-  await migrateNodePostgres(db, { migrationsFolder: MIGRATIONS_FOLDER });
   return {
     db,
     url: database.url,
-    query: async <T>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as T[],
+    query: async <T>(text: string, params: unknown[] = []) => (await direct.query(text, params)).rows as T[],
     async close() {
-      await pool.end();
+      await Promise.all([pool.end(), pool !== direct && direct.end()]);
       await database.drop();
     },
   };

@@ -25,6 +25,8 @@ export type { ModelSubject } from "./model.js";
 export { describeContractModel } from "./model.js";
 export type { Driver, NotesDatabase } from "./notes-databases.js";
 export { notesDatabases } from "./notes-databases.js";
+export type { RunningPgbouncer, StartPgbouncerOptions } from "./pgbouncer.js";
+export { startPgbouncer } from "./pgbouncer.js";
 export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";
 export { createDatabase, freePort, startPostgres } from "./postgres.js";
 export type { RunningRedis, RunningRedisCluster, StartRedisOptions } from "./redis.js";

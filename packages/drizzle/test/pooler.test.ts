@@ -1,0 +1,195 @@
+/**
+ * Behind a transaction pooler: PgBouncer in transaction mode with no prepared statements (Debian's 1.18, the
+ * strictest case, as Supabase's pooler on port 6543), two app instances with pools of their own in front of it, as
+ * a Next.js app on a pooled URL has. Each driver works there, or is refused with STORE_MISCONFIGURED naming the fix:
+ * never a crash, a hang, a storm of 503s, or an answer for a commit that did not happen.
+ *
+ * The first describe runs first: it sees node-postgres before idemkit learned that names do not survive here.
+ */
+import {
+  createIdempotencyEngine,
+  type Execution,
+  IdempotencyErrorCode,
+  type IdempotentRequest,
+  isIdempotencyError,
+} from "@idemkit/core";
+import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
+import { openNodePostgres, openPostgres, type RunningPgbouncer, startPgbouncer } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import pg from "pg";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { drizzleStore, type TransactionOf } from "../src/index.js";
+
+type Opened = Awaited<ReturnType<typeof openPostgres>> | Awaited<ReturnType<typeof openNodePostgres>>;
+// biome-ignore lint/suspicious/noExplicitAny: the suites run over each driver's own database type
+type AnyDb = any;
+
+type Driver = "postgres.js, prepare: false" | "postgres.js defaults" | "node-postgres";
+
+let bouncer: RunningPgbouncer;
+const opened: Opened[] = [];
+
+/** A database of its own reached through the pooler by two instances (two pools), migrated over the direct URL. */
+async function twoInstances(driver: Driver) {
+  const open = () =>
+    driver === "node-postgres"
+      ? openNodePostgres(inject("postgresUrl"), { max: 5, through: bouncer })
+      : openPostgres(inject("postgresUrl"), {
+          max: 5,
+          through: bouncer,
+          ...(driver === "postgres.js defaults" ? {} : { prepare: false }),
+        });
+  const first = await open();
+  opened.push(first);
+  await first.query("create table notes (marker text not null)");
+  // The second instance is the same database through a pool of its own.
+  return { first, instances: [first.db, sameDatabase(first, driver)] as AnyDb[] };
+}
+
+/** Another pool on `database`'s own database, through the pooler. */
+function sameDatabase(database: Opened, driver: Driver): AnyDb {
+  const url = bouncer.pooled(database.url);
+  if (driver === "node-postgres") {
+    const pool = new pg.Pool({ connectionString: url, max: 5 });
+    closers.push(() => pool.end());
+    return drizzleNodePostgres({ client: pool });
+  }
+  const client = postgres(url, {
+    max: 5,
+    onnotice: () => {},
+    ...(driver === "postgres.js defaults" ? {} : { prepare: false }),
+  });
+  closers.push(() => client.end({ timeout: 5 }));
+  return drizzlePostgres(client);
+}
+const closers: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  bouncer = await startPgbouncer(inject("postgresUrl"), { poolSize: 4 });
+});
+afterAll(async () => {
+  await Promise.all(closers.map((close) => close()));
+  await Promise.all(opened.map((database) => database.close()));
+  await bouncer?.stop();
+});
+
+const answer = { status: 200, body: '"placed"' };
+
+/** One order per call: a note under the call's key, in the call's transaction. */
+function placeOrder(runs: Map<string, number>) {
+  return async ({ tx }: Execution<TransactionOf<AnyDb>>, key: string) => {
+    runs.set(key, (runs.get(key) ?? 0) + 1);
+    await (tx as AnyDb).execute(sql`insert into notes (marker) values (${key})`);
+    return { value: key, response: answer };
+  };
+}
+
+describe("node-postgres behind the pooler, before idemkit learned that names are lost there", () => {
+  it("places one order per key for 40 actions on two instances, retried with their keys after a 503", async () => {
+    const { first, instances } = await twoInstances("node-postgres");
+    const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db }) }));
+    const runs = new Map<string, number>();
+    const work = placeOrder(runs);
+    const keys = Array.from({ length: 40 }, () => crypto.randomUUID());
+    const statuses: string[] = [];
+    await Promise.all(
+      keys.map(async (key, index) => {
+        const request: IdempotentRequest = { scope: "s", path: "orders.place", key, fingerprint: "fp" };
+        // A client retries a retryable answer with the same key, as idemkit's link does, on either instance.
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const engine = engines[(index + attempt) % 2] as (typeof engines)[number];
+          try {
+            await engine.run(request, (execution) => work(execution, key));
+            statuses.push("ok");
+            return;
+          } catch (error) {
+            if (!isIdempotencyError(error) || !error.retryable) throw error;
+            statuses.push(error.code);
+          }
+        }
+        throw new Error(`${key} still failing after 3 attempts`);
+      }),
+    );
+    const placed = await first.query<{ marker: string }>("select marker from notes");
+    expect(placed.map((row) => row.marker).sort()).toEqual([...keys].sort());
+    // Only the calls in flight when the names were found lost: never a storm.
+    expect(statuses.filter((status) => status !== "ok").length).toBeLessThanOrEqual(10);
+  });
+});
+
+describe("postgres.js with its defaults behind the pooler", () => {
+  it("answers no order that was not kept: each is placed once and committed, or refused naming prepare: false", async () => {
+    const { first, instances } = await twoInstances("postgres.js defaults");
+    const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db }) }));
+    const runs = new Map<string, number>();
+    const work = placeOrder(runs);
+    const placedKeys: string[] = [];
+    const refusals: string[] = [];
+    await Promise.all(
+      Array.from({ length: 60 }, async (_, index) => {
+        const key = crypto.randomUUID();
+        const engine = engines[index % 2] as (typeof engines)[number];
+        try {
+          await engine.run({ scope: "s", path: "orders.place", key, fingerprint: "fp" }, (execution) =>
+            work(execution, key),
+          );
+          placedKeys.push(key);
+        } catch (error) {
+          if (!isIdempotencyError(error) || error.code !== IdempotencyErrorCode.STORE_MISCONFIGURED) throw error;
+          // The client reads that it was not run; the operator's log, and the cause, say what to change.
+          refusals.push(String((error.cause as Error | undefined)?.message));
+        }
+      }),
+    );
+    const kept = new Set((await first.query<{ marker: string }>("select marker from notes")).map((row) => row.marker));
+    expect(placedKeys.filter((key) => !kept.has(key))).toEqual([]);
+    for (const message of refusals) expect(message).toContain("postgres(url, { prepare: false })");
+  });
+
+  it("runs lease mode, whose statements are not in transactions: 20 concurrent duplicates run once", async () => {
+    const { first, instances } = await twoInstances("postgres.js defaults");
+    const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db }), mode: "lease" }));
+    const key = crypto.randomUUID();
+    let runs = 0;
+    const outcomes = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        (engines[index % 2] as (typeof engines)[number])
+          .run({ scope: "s", path: "orders.place", key, fingerprint: "fp" }, async () => {
+            runs++;
+            await first.query("insert into notes (marker) values ($1)", [key]);
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            return { value: key, response: answer };
+          })
+          .then(
+            () => "answered",
+            (error: unknown) => (isIdempotencyError(error) ? error.code : String(error)),
+          ),
+      ),
+    );
+    expect(runs).toBe(1);
+    expect(outcomes.filter((outcome) => outcome !== "answered" && outcome !== "IN_PROGRESS")).toEqual([]);
+  });
+});
+
+describe.each([["postgres.js, prepare: false"], ["node-postgres"]] as const)("behind the pooler on %s", (driver) => {
+  let database: Opened;
+  beforeAll(async () => {
+    database = (await twoInstances(driver)).first;
+    await database.query("create table atomic_notes (marker text not null)");
+  });
+
+  describeStoreConformance(`drizzleStore through PgBouncer (${driver})`, async () => ({
+    store: drizzleStore({ db: database.db as AnyDb }),
+  }));
+  describeAtomicConformance(`drizzleStore through PgBouncer (${driver})`, async () => ({
+    store: drizzleStore({ db: database.db as AnyDb }),
+    storeWithWait: (waitMs: number) => drizzleStore({ db: database.db as AnyDb, waitMs }),
+    write: (tx: AnyDb, marker: string) => tx.execute(sql`insert into atomic_notes (marker) values (${marker})`),
+    count: async (marker: string) =>
+      (await database.query("select 1 from atomic_notes where marker = $1", [marker])).length,
+    unstorableResponse: { status: 2 ** 40, body: "{}" },
+  }));
+});
