@@ -72,6 +72,12 @@ export interface ClaimRequest {
    * store's `waitMs` once the request got its connection. Absent: the store's own `waitMs`.
    */
   waitMs?: number;
+  /**
+   * Atomic mode: how much longer the claiming transaction may stay open, in ms (what is left of the engine's
+   * `transactionTimeoutMs`). A store whose database can bound a transaction on its side does, so that a process
+   * that froze, or lost its connection, does not hold the key past it.
+   */
+  holdMs?: number;
 }
 
 /**

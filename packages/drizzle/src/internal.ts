@@ -4,8 +4,9 @@
  * the benchmark runs by hand to tell their cost from the engine's. Apps should not import it: names and signatures
  * here may change in any release.
  */
-export { isLockTimeout } from "./driver-errors.js";
+export { isLockTimeout, isPreparedStatementLost } from "./driver-errors.js";
 export { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
+export { commitMayBeMisreported, poolerNeedsUnpreparedStatements } from "./pooler.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
 export { SAVEPOINT, statementsFor } from "./record-statements.js";
 export type { Executor, Row, Statement } from "./statements.js";
@@ -19,4 +20,4 @@ export {
   rowsOfResult,
   run,
 } from "./statements.js";
-export { transactionOf } from "./transaction.js";
+export { StatementLostBeforeWork, transactionOf } from "./transaction.js";

@@ -36,6 +36,17 @@ function keyLock(table: string): string {
 }
 
 /**
+ * Sets `setting` (a timeout) for the rest of the transaction to `ms` when that is shorter than what it is now (0:
+ * none), and leaves it when `ms` is null.
+ */
+function boundedBy(setting: string, ms: string): string {
+  const now = `current_setting('${setting}')`;
+  return `set_config('${setting}', case when ${ms}::float8 is not null
+      and (${now}::interval = interval '0' or ${now}::interval > ${ms}::float8 * interval '1 millisecond')
+    then ceil(${ms}::float8)::bigint || 'ms' else ${now} end, true)`;
+}
+
+/**
  * The store's statements over `table` (the qualified, quoted name). Their texts are fixed per table, so each is
  * prepared once per connection under its name; a table other than the default adds a short hash of its name, so
  * two stores on one connection never share a statement name.
@@ -45,14 +56,21 @@ export function statementsFor(table: string) {
   const statements = {
     /**
      * $4 fingerprint, $5 lease end, $6 expiry, $7 lock_timeout, $8 whether to take the key's advisory lock (atomic
-     * mode). One row back: `claimed_fence` when the insert won; `free` false when another transaction holds the
-     * lock (nothing inserted); the conflicting row as this statement's snapshot sees it (nulls when none, or when it
-     * committed after the snapshot).
+     * mode), $9 in atomic mode how much longer the transaction may last, in ms (null: no bound). One row back:
+     * `claimed_fence` when the insert won; `free` false when another transaction holds the lock (nothing
+     * inserted); the conflicting row as this statement's snapshot sees it (nulls when none, or when it committed
+     * after the snapshot).
+     *
+     * The transaction's bound is PostgreSQL's as well as the engine's, for the rest of the transaction: no
+     * statement of it runs longer, and it is not left idle longer, so that a process that froze or lost its
+     * connection does not hold the key's lock past it. A shorter setting of the app's own is kept. Set here rather
+     * than as connection settings, which a transaction pooler refuses.
      */
     CLAIM: {
       name: "idemkit_claim",
       steps: {
         previous: `select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true),
+          ${boundedBy("statement_timeout", "$9")}, ${boundedBy("idle_in_transaction_session_timeout", "$9")},
           (not $8::bool or pg_try_advisory_xact_lock(${lock})) as free`,
         inserted: `insert into ${table} (scope, path, key, fingerprint, state, lease_expires_at, expires_at)
           select $1::text, $2::text, $3::text, $4::text, 'in_progress',
@@ -171,7 +189,10 @@ export function keyOf({ scope, path, key }: RecordId): unknown[] {
   return [scope, path, key];
 }
 
-/** The claim's parameters; it waits on a held row for what is left of the duplicate's wait, else `waitMs`. */
+/**
+ * The claim's parameters but the last two (whether atomic, and its transaction's bound): it waits on a held row for
+ * what is left of the duplicate's wait, else `waitMs`.
+ */
 export function claimParams(request: ClaimRequest, waitMs: number): unknown[] {
   const { id, fingerprint, leaseExpiresAt, expiresAt } = request;
   const lockTimeout = `${Math.max(1, Math.round(request.waitMs ?? waitMs))}ms`;

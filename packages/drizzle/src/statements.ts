@@ -198,9 +198,16 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
   };
   return attempt()
     .catch((error: unknown) => {
-      // On a database (never a transaction, which the failure aborted) the same statement is sent again, unnamed.
-      if (isPreparedStatementLost(error) && preparedOn.has(executor)) return attempt();
-      throw error;
+      if (!isPreparedStatementLost(error)) throw error;
+      // On a database the same statement is sent again, unnamed. A transaction's was aborted by the failure.
+      if (preparedOn.has(executor)) return attempt();
+      throw new IdempotencyError(
+        IdempotencyErrorCode.STORE_UNAVAILABLE,
+        `A transaction pooler between this app and PostgreSQL lost the prepared statement ${statement.name} ` +
+          `(${databaseMessageOf(error)}). idemkit sends its statements unnamed from now on, which a pooler serves. ` +
+          "Nothing of this transaction was kept: run it again.",
+        { cause: error },
+      );
     })
     .catch(explainMissingTables);
 }
@@ -270,8 +277,8 @@ function explainMissingTables(error: unknown): never {
 }
 
 /**
- * Runs a purge statement (`$1` a cut-off, `$2` a batch size; one row back with `deleted`) until a batch comes back
- * short: each batch is its own short statement, so a large purge never holds many rows at once. Returns the total.
+ * Runs a purge statement (`$1` a cut-off, `$2` a batch size; one row back with `deleted`) on a database (never a
+ * transaction) until a batch comes back short: each batch is its own short statement, so a large purge never holds many rows at once. Returns the total.
  */
 export async function purgeInBatches(
   executor: Executor,
@@ -279,6 +286,7 @@ export async function purgeInBatches(
   cutoff: number,
   batchSize: number,
 ): Promise<number> {
+  preparedOnce(executor);
   let total = 0;
   for (;;) {
     const [row] = await run(executor, statement, [cutoff, batchSize]);

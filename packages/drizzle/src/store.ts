@@ -47,7 +47,7 @@ import {
   qualifiedName,
   run,
 } from "./statements.js";
-import { type TransactionOf, transactionOf } from "./transaction.js";
+import { StatementLostBeforeWork, type TransactionOf, transactionOf } from "./transaction.js";
 
 export interface DrizzleStoreOptions<TDb extends AnyPgDatabase> {
   /**
@@ -89,16 +89,6 @@ interface Claiming {
   afterLateClaim?(): PromiseLike<unknown>;
 }
 
-/**
- * A claim refused because its prepared statement was lost (a transaction pooler, see `namingStatements` in
- * statements.ts): nothing of the procedure ran, so its transaction may be begun again.
- */
-class ClaimStatementLost extends Error {
-  constructor(override readonly cause: unknown) {
-    super("The claim's prepared statement was lost", { cause });
-  }
-}
-
 /** Creates the PostgreSQL store. Atomic mode is the default in the middleware; lease mode works as well. */
 export function drizzleStore<TDb extends AnyPgDatabase>({
   db,
@@ -120,7 +110,8 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   function claimWith(executor: Executor, request: ClaimRequest): Promise<ClaimResult>;
   function claimWith(executor: Executor, request: ClaimRequest, inTransaction: Claiming): Promise<AtomicClaimResult>;
   async function claimWith(executor: Executor, request: ClaimRequest, inTransaction?: Claiming) {
-    const claimParamsOf = () => [...claimParams(request, waitMs), inTransaction !== undefined];
+    const holdMs = inTransaction && request.holdMs !== undefined ? Math.max(1, request.holdMs) : null;
+    const claimParamsOf = () => [...claimParams(request, waitMs), inTransaction !== undefined, holdMs];
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const [row] = await run(executor, statements.CLAIM, claimParamsOf());
       if (row?.claimed_fence != null) {
@@ -175,21 +166,11 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       const [row] = await againIfConnectionLost(() => run(db, statements.PEEK, keyOf(id)));
       return { running: row?.running === true, record: row?.state != null ? toRecord(row) : undefined };
     },
-    async transaction(work) {
-      if (refusal) throw refusal;
-      try {
-        return await transactionOnce(work);
-      } catch (error) {
-        if (!(error instanceof ClaimStatementLost)) throw error;
-        // Nothing ran: the claim is the transaction's first statement. Its statements now go unnamed.
-        return await transactionOnce(work).catch((again: unknown) => {
-          throw again instanceof ClaimStatementLost ? again.cause : again;
-        });
-      }
-    },
+    transaction: atomicTransaction,
   };
 
-  async function transactionOnce<T>(work: (session: AtomicSession<TransactionOf<TDb>>) => Promise<T>): Promise<T> {
+  async function atomicTransaction<T>(work: (session: AtomicSession<TransactionOf<TDb>>) => Promise<T>): Promise<T> {
+    if (refusal) throw refusal;
     // The completing update is sent without waiting for its answer, so that drizzle's COMMIT follows it in
     // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
     // COMMIT into a rollback of everything, which is then reported instead of the result.
@@ -243,7 +224,8 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
           } catch (error) {
             await savepoint.catch(() => {});
             if (isLockTimeout(error)) return { status: "busy" };
-            if (isPreparedStatementLost(error) && !checkCommits) throw new ClaimStatementLost(error);
+            // Nothing of the procedure ran yet, so the transaction is begun again.
+            if (isPreparedStatementLost(error) && !checkCommits) throw new StatementLostBeforeWork(error);
             throw error;
           }
           await savepoint;

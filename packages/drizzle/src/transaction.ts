@@ -30,9 +30,35 @@ export type TransactionOf<TDb extends AnyPgDatabase> = Parameters<Parameters<TDb
  * see `transaction-fence.ts`; `own` is the same transaction for idemkit's own statements, fenced at less cost),
  * and the driver never left to write on a connection that died under it. A transaction
  * whose connection was lost before `work` began is begun again (see `againIfConnectionLost`): after a restart,
- * postgres.js fails the first statement on each reconnected connection with the error that ended it.
+ * postgres.js fails the first statement on each reconnected connection with the error that ended it. So is one
+ * whose `work` threw `StatementLostBeforeWork`.
  */
-export function transactionOf<TDb extends AnyPgDatabase, T>(
+export async function transactionOf<TDb extends AnyPgDatabase, T>(
+  db: TDb,
+  work: (tx: TransactionOf<TDb>, own: Executor) => Promise<T>,
+): Promise<T> {
+  try {
+    return await transactionOnce(db, work);
+  } catch (error) {
+    if (!(error instanceof StatementLostBeforeWork)) throw error;
+    // Nothing of it ran: begun once more, with idemkit's statements now unnamed.
+    return await transactionOnce(db, work).catch((again: unknown) => {
+      throw again instanceof StatementLostBeforeWork ? again.cause : again;
+    });
+  }
+}
+
+/**
+ * What `work` throws when one of idemkit's statements failed, before anything of the caller's ran, because a
+ * transaction pooler lost its prepared name (see `run` in statements.ts): `transactionOf` begins it once more.
+ */
+export class StatementLostBeforeWork extends Error {
+  constructor(override readonly cause: unknown) {
+    super("A statement lost its prepared name before the transaction's work began", { cause });
+  }
+}
+
+function transactionOnce<TDb extends AnyPgDatabase, T>(
   db: TDb,
   work: (tx: TransactionOf<TDb>, own: Executor) => Promise<T>,
 ): Promise<T> {

@@ -66,6 +66,32 @@ describe("atomic mode on PostgreSQL", () => {
     expect(seen).toBe("7s");
   });
 
+  it("bounds the rest of the transaction on the server by what is left of its time, without startup parameters", async () => {
+    const store = drizzleStore({ db: server.db });
+    const settings = (tx: typeof server.db) =>
+      tx.execute(sql`select current_setting('statement_timeout') as statement,
+        current_setting('idle_in_transaction_session_timeout') as idle`);
+    const [bounded] = await store.atomic.transaction(async (session) => {
+      await session.claim({ ...claimFor(globalThis.crypto.randomUUID()), holdMs: 1_500.2 });
+      return rowsOf(await settings(session.tx));
+    });
+    expect(bounded).toEqual({ statement: "1501ms", idle: "1501ms" });
+
+    // A shorter bound of the app's own stays; a statement past the bound is ended by PostgreSQL itself.
+    const failure = await store.atomic
+      .transaction(async (session) => {
+        await session.tx.execute(sql`set local statement_timeout = '200ms'`);
+        await session.claim({ ...claimFor(globalThis.crypto.randomUUID()), holdMs: 60_000 });
+        expect(rowsOf(await settings(session.tx))[0]).toMatchObject({ statement: "200ms" });
+        await session.tx.execute(sql`select pg_sleep(5)`);
+      })
+      .catch((error: unknown) => error);
+    expect(causesOf(failure).join(" ")).toMatch(/statement timeout/);
+
+    // Set for the transaction only: the connection's own settings are back once it ends.
+    expect(rowsOf(await settings(server.db))[0]).toEqual({ statement: "0", idle: "0" });
+  });
+
   it("keeps a replaced expired record when a 4xx undoes the procedure's writes", async () => {
     const store = drizzleStore({ db: server.db });
     const key = globalThis.crypto.randomUUID();

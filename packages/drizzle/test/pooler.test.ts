@@ -14,64 +14,35 @@ import {
   isIdempotencyError,
 } from "@idemkit/core";
 import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
-import { openNodePostgres, openPostgres, type RunningPgbouncer, startPgbouncer } from "@idemkit/testkit";
+import {
+  openPooled,
+  type PooledDatabase,
+  type PooledDriver,
+  type RunningPgbouncer,
+  startPgbouncer,
+} from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
-import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
-import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
-import pg from "pg";
-import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { drizzleStore, type TransactionOf } from "../src/index.js";
 
-type Opened = Awaited<ReturnType<typeof openPostgres>> | Awaited<ReturnType<typeof openNodePostgres>>;
 // biome-ignore lint/suspicious/noExplicitAny: the suites run over each driver's own database type
 type AnyDb = any;
 
-type Driver = "postgres.js, prepare: false" | "postgres.js defaults" | "node-postgres";
-
 let bouncer: RunningPgbouncer;
-const opened: Opened[] = [];
+const opened: PooledDatabase[] = [];
 
-/** A database of its own reached through the pooler by two instances (two pools), migrated over the direct URL. */
-async function twoInstances(driver: Driver) {
-  const open = () =>
-    driver === "node-postgres"
-      ? openNodePostgres(inject("postgresUrl"), { max: 5, through: bouncer })
-      : openPostgres(inject("postgresUrl"), {
-          max: 5,
-          through: bouncer,
-          ...(driver === "postgres.js defaults" ? {} : { prepare: false }),
-        });
-  const first = await open();
-  opened.push(first);
-  await first.query("create table notes (marker text not null)");
-  // The second instance is the same database through a pool of its own.
-  return { first, instances: [first.db, sameDatabase(first, driver)] as AnyDb[] };
+/** A database of its own with a notes table, and two instances on it through the pooler. */
+async function twoInstances(driver: PooledDriver): Promise<PooledDatabase> {
+  const database = await openPooled(inject("postgresUrl"), bouncer, driver);
+  opened.push(database);
+  await database.query("create table notes (marker text not null)");
+  return database;
 }
-
-/** Another pool on `database`'s own database, through the pooler. */
-function sameDatabase(database: Opened, driver: Driver): AnyDb {
-  const url = bouncer.pooled(database.url);
-  if (driver === "node-postgres") {
-    const pool = new pg.Pool({ connectionString: url, max: 5 });
-    closers.push(() => pool.end());
-    return drizzleNodePostgres({ client: pool });
-  }
-  const client = postgres(url, {
-    max: 5,
-    onnotice: () => {},
-    ...(driver === "postgres.js defaults" ? {} : { prepare: false }),
-  });
-  closers.push(() => client.end({ timeout: 5 }));
-  return drizzlePostgres(client);
-}
-const closers: Array<() => Promise<unknown>> = [];
 
 beforeAll(async () => {
   bouncer = await startPgbouncer(inject("postgresUrl"), { poolSize: 4 });
 });
 afterAll(async () => {
-  await Promise.all(closers.map((close) => close()));
   await Promise.all(opened.map((database) => database.close()));
   await bouncer?.stop();
 });
@@ -79,20 +50,15 @@ afterAll(async () => {
 const answer = { status: 200, body: '"placed"' };
 
 /** One order per call: a note under the call's key, in the call's transaction. */
-function placeOrder(runs: Map<string, number>) {
-  return async ({ tx }: Execution<TransactionOf<AnyDb>>, key: string) => {
-    runs.set(key, (runs.get(key) ?? 0) + 1);
-    await (tx as AnyDb).execute(sql`insert into notes (marker) values (${key})`);
-    return { value: key, response: answer };
-  };
+async function placeOrder({ tx }: Execution<TransactionOf<AnyDb>>, key: string) {
+  await (tx as AnyDb).execute(sql`insert into notes (marker) values (${key})`);
+  return { value: key, response: answer };
 }
 
 describe("node-postgres behind the pooler, before idemkit learned that names are lost there", () => {
   it("places one order per key for 40 actions on two instances, retried with their keys after a 503", async () => {
-    const { first, instances } = await twoInstances("node-postgres");
-    const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db }) }));
-    const runs = new Map<string, number>();
-    const work = placeOrder(runs);
+    const { query, instances } = await twoInstances("node-postgres");
+    const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db: db as AnyDb }) }));
     const keys = Array.from({ length: 40 }, () => crypto.randomUUID());
     const statuses: string[] = [];
     await Promise.all(
@@ -102,7 +68,7 @@ describe("node-postgres behind the pooler, before idemkit learned that names are
         for (let attempt = 0; attempt < 3; attempt++) {
           const engine = engines[(index + attempt) % 2] as (typeof engines)[number];
           try {
-            await engine.run(request, (execution) => work(execution, key));
+            await engine.run(request, (execution) => placeOrder(execution, key));
             statuses.push("ok");
             return;
           } catch (error) {
@@ -113,7 +79,7 @@ describe("node-postgres behind the pooler, before idemkit learned that names are
         throw new Error(`${key} still failing after 3 attempts`);
       }),
     );
-    const placed = await first.query<{ marker: string }>("select marker from notes");
+    const placed = await query<{ marker: string }>("select marker from notes");
     expect(placed.map((row) => row.marker).sort()).toEqual([...keys].sort());
     // Only the calls in flight when the names were found lost: never a storm.
     expect(statuses.filter((status) => status !== "ok").length).toBeLessThanOrEqual(10);
@@ -122,10 +88,8 @@ describe("node-postgres behind the pooler, before idemkit learned that names are
 
 describe("postgres.js with its defaults behind the pooler", () => {
   it("answers no order that was not kept: each is placed once and committed, or refused naming prepare: false", async () => {
-    const { first, instances } = await twoInstances("postgres.js defaults");
-    const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db }) }));
-    const runs = new Map<string, number>();
-    const work = placeOrder(runs);
+    const { query, instances } = await twoInstances("postgres.js defaults");
+    const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db: db as AnyDb }) }));
     const placedKeys: string[] = [];
     const refusals: string[] = [];
     await Promise.all(
@@ -134,7 +98,7 @@ describe("postgres.js with its defaults behind the pooler", () => {
         const engine = engines[index % 2] as (typeof engines)[number];
         try {
           await engine.run({ scope: "s", path: "orders.place", key, fingerprint: "fp" }, (execution) =>
-            work(execution, key),
+            placeOrder(execution, key),
           );
           placedKeys.push(key);
         } catch (error) {
@@ -144,14 +108,16 @@ describe("postgres.js with its defaults behind the pooler", () => {
         }
       }),
     );
-    const kept = new Set((await first.query<{ marker: string }>("select marker from notes")).map((row) => row.marker));
+    const kept = new Set((await query<{ marker: string }>("select marker from notes")).map((row) => row.marker));
     expect(placedKeys.filter((key) => !kept.has(key))).toEqual([]);
     for (const message of refusals) expect(message).toContain("postgres(url, { prepare: false })");
   });
 
   it("runs lease mode, whose statements are not in transactions: 20 concurrent duplicates run once", async () => {
-    const { first, instances } = await twoInstances("postgres.js defaults");
-    const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db }), mode: "lease" }));
+    const { query, instances } = await twoInstances("postgres.js defaults");
+    const engines = instances.map((db) =>
+      createIdempotencyEngine({ store: drizzleStore({ db: db as AnyDb }), mode: "lease" }),
+    );
     const key = crypto.randomUUID();
     let runs = 0;
     const outcomes = await Promise.all(
@@ -159,7 +125,7 @@ describe("postgres.js with its defaults behind the pooler", () => {
         (engines[index % 2] as (typeof engines)[number])
           .run({ scope: "s", path: "orders.place", key, fingerprint: "fp" }, async () => {
             runs++;
-            await first.query("insert into notes (marker) values ($1)", [key]);
+            await query("insert into notes (marker) values ($1)", [key]);
             await new Promise((resolve) => setTimeout(resolve, 100));
             return { value: key, response: answer };
           })
@@ -175,18 +141,20 @@ describe("postgres.js with its defaults behind the pooler", () => {
 });
 
 describe.each([["postgres.js, prepare: false"], ["node-postgres"]] as const)("behind the pooler on %s", (driver) => {
-  let database: Opened;
+  let database: PooledDatabase;
+  let db: AnyDb;
   beforeAll(async () => {
-    database = (await twoInstances(driver)).first;
+    database = await twoInstances(driver);
+    [db] = database.instances;
     await database.query("create table atomic_notes (marker text not null)");
   });
 
   describeStoreConformance(`drizzleStore through PgBouncer (${driver})`, async () => ({
-    store: drizzleStore({ db: database.db as AnyDb }),
+    store: drizzleStore({ db }),
   }));
   describeAtomicConformance(`drizzleStore through PgBouncer (${driver})`, async () => ({
-    store: drizzleStore({ db: database.db as AnyDb }),
-    storeWithWait: (waitMs: number) => drizzleStore({ db: database.db as AnyDb, waitMs }),
+    store: drizzleStore({ db }),
+    storeWithWait: (waitMs: number) => drizzleStore({ db, waitMs }),
     write: (tx: AnyDb, marker: string) => tx.execute(sql`insert into atomic_notes (marker) values (${marker})`),
     count: async (marker: string) =>
       (await database.query("select 1 from atomic_notes where marker = $1", [marker])).length,

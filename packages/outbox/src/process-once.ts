@@ -11,7 +11,18 @@
  */
 
 import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
-import { isLockTimeout, namedFor, purgeInBatches, qualifiedName, run, transactionOf } from "@idemkit/drizzle/internal";
+import {
+  commitMayBeMisreported,
+  isLockTimeout,
+  isPreparedStatementLost,
+  namedFor,
+  poolerNeedsUnpreparedStatements,
+  purgeInBatches,
+  qualifiedName,
+  run,
+  StatementLostBeforeWork,
+  transactionOf,
+} from "@idemkit/drizzle/internal";
 import { type ProcessedEventsTable, type PurgeOptions, processedEvents } from "./outbox-schema.js";
 import { type OutboxTelemetryOptions, outboxTelemetryOf } from "./telemetry.js";
 
@@ -72,9 +83,15 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
     throw new TypeError(`processOnce(): lockTimeoutMs must be a number of ms, 1 or more (got ${lockTimeoutMs}).`);
   }
   const { MARK, CHECK } = statementsOf(table);
-  return transactionOf(db, async (tx, own) => {
+  const checkCommit = commitMayBeMisreported(db);
+  const result = await transactionOf(db, async (tx, own) => {
     const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;
     const [mark] = await run(own, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
+      if (isPreparedStatementLost(cause)) {
+        if (checkCommit) throw poolerNeedsUnpreparedStatements("PostgreSQL lost a prepared statement.", cause);
+        // The handler has not run: the transaction is begun again.
+        throw new StatementLostBeforeWork(cause);
+      }
       if (!isLockTimeout(cause)) throw cause;
       throw new Error(
         `processOnce(): ${consumer} is still processing ${eventId} in another delivery after ${lockTimeoutMs} ms; ` +
@@ -95,7 +112,15 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
       );
     });
     return { processed: true, value } as const;
-  }) as Promise<ProcessOnceResult<T>>;
+  });
+  // postgres.js with prepare on may report a COMMIT done that a transaction pooler turned into a rollback (see
+  // @idemkit/drizzle's pooler.ts): the mark is read back before the event is called processed.
+  if (result.processed && checkCommit && (await run(db, CHECK, [consumer, eventId])).length === 0) {
+    throw poolerNeedsUnpreparedStatements(
+      `processOnce(): ${consumer}'s COMMIT of ${eventId} was reported done, and nothing of it was kept; redeliver it.`,
+    );
+  }
+  return result as ProcessOnceResult<T>;
 }
 
 /** Deletes the records of events processed before `before` (ms since the epoch), in batches. Returns how many. */

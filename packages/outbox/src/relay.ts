@@ -271,6 +271,7 @@ export async function retryDeadEvents({
   table?: OutboxEventsTable;
   now?: () => number;
 }): Promise<number[]> {
+  preparedOnce(db);
   const rows = await run(db, outboxStatements(qualifiedName(table)).RETRY_DEAD, [now?.() ?? null, ids ?? null]);
   return rows.map((row) => Number(row.id));
 }

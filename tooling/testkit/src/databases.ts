@@ -78,17 +78,15 @@ export async function openPostgres(
   const database = await createDatabase(serverUrl);
   const direct = postgres(database.url, { max: through ? 2 : max, onnotice: () => {} });
   await migratePostgres(drizzlePostgres(direct), { migrationsFolder: MIGRATIONS_FOLDER });
-  const client = through
-    ? postgres(through.pooled(database.url), { max, onnotice: () => {}, ...(prepare === undefined ? {} : { prepare }) })
-    : direct;
-  const db = drizzlePostgres(client);
+  const pooled =
+    through && connectPostgres(database.url, { max, through, ...(prepare === undefined ? {} : { prepare }) });
   return {
-    db,
+    db: pooled?.db ?? drizzlePostgres(direct),
     url: database.url,
     query: async <T>(text: string, params: unknown[] = []) =>
       (await direct.unsafe(text, params as postgres.ParameterOrJSON<never>[])) as unknown as T[],
     async close() {
-      await Promise.all([client.end({ timeout: 5 }), client !== direct && direct.end({ timeout: 5 })]);
+      await Promise.all([pooled?.close(), direct.end({ timeout: 5 })]);
       await database.drop();
     },
   };
@@ -102,15 +100,39 @@ export async function openNodePostgres(
   const database = await createDatabase(serverUrl);
   const direct = new pg.Pool({ connectionString: database.url, max: through ? 2 : max });
   await migrateNodePostgres(drizzleNodePostgres({ client: direct }), { migrationsFolder: MIGRATIONS_FOLDER });
-  const pool = through ? new pg.Pool({ connectionString: through.pooled(database.url), max }) : direct;
-  const db = drizzleNodePostgres({ client: pool });
+  const pooled = through && connectNodePostgres(database.url, { max, through });
   return {
-    db,
+    db: pooled?.db ?? drizzleNodePostgres({ client: direct }),
     url: database.url,
     query: async <T>(text: string, params: unknown[] = []) => (await direct.query(text, params)).rows as T[],
     async close() {
-      await Promise.all([pool.end(), pool !== direct && direct.end()]);
+      await Promise.all([pooled?.close(), direct.end()]);
       await database.drop();
     },
   };
+}
+
+/**
+ * A pool of its own on the database at `url` (one opened above), through `through` when given: a second app
+ * instance. `close` ends the pool and leaves the database.
+ */
+export function connectPostgres(
+  url: string,
+  { max = 10, through, prepare }: PostgresOpenOptions = {},
+): { db: PostgresDatabase; close(): Promise<void> } {
+  const client = postgres(through ? through.pooled(url) : url, {
+    max,
+    onnotice: () => {},
+    ...(prepare === undefined ? {} : { prepare }),
+  });
+  return { db: drizzlePostgres(client), close: () => client.end({ timeout: 5 }) };
+}
+
+/** Like {@link connectPostgres}, through node-postgres. */
+export function connectNodePostgres(
+  url: string,
+  { max = 10, through }: Omit<PostgresOpenOptions, "prepare"> = {},
+): { db: NodePostgresDatabase; close(): Promise<void> } {
+  const pool = new pg.Pool({ connectionString: through ? through.pooled(url) : url, max });
+  return { db: drizzleNodePostgres({ client: pool }), close: () => pool.end() };
 }

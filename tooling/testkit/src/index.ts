@@ -11,7 +11,15 @@ export type {
   PostgresDatabase,
   PostgresOpenOptions,
 } from "./databases.js";
-export { MIGRATIONS_FOLDER, migrationStatementsFor, openNodePostgres, openPglite, openPostgres } from "./databases.js";
+export {
+  connectNodePostgres,
+  connectPostgres,
+  MIGRATIONS_FOLDER,
+  migrationStatementsFor,
+  openNodePostgres,
+  openPglite,
+  openPostgres,
+} from "./databases.js";
 export type { EndingConnections } from "./ending-connections.js";
 export { endingConnections } from "./ending-connections.js";
 export type { Fault, FaultProxy, ProxiedRequest } from "./fault-proxy.js";
@@ -27,6 +35,8 @@ export type { Driver, NotesDatabase } from "./notes-databases.js";
 export { notesDatabases } from "./notes-databases.js";
 export type { RunningPgbouncer, StartPgbouncerOptions } from "./pgbouncer.js";
 export { startPgbouncer } from "./pgbouncer.js";
+export type { PooledDatabase, PooledDriver } from "./pooled.js";
+export { openPooled } from "./pooled.js";
 export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";
 export { createDatabase, freePort, startPostgres } from "./postgres.js";
 export type { RunningRedis, RunningRedisCluster, StartRedisOptions } from "./redis.js";

@@ -157,7 +157,8 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
               `The idempotency store did not answer the claim in time, so the request was not run; retry later.`,
             ),
           );
-          const claimed = await deadline.race(session.claim({ ...claim, waitMs: waitLeftMs }));
+          const holdMs = startedAt + transactionTimeoutMs - now();
+          const claimed = await deadline.race(session.claim({ ...claim, waitMs: waitLeftMs, holdMs }));
           if (claimed.status === "busy") {
             if (atomic.peek) throw new HeldElsewhere();
             return conflict(request, busyRetryAfterMs, report);
