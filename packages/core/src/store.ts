@@ -74,8 +74,8 @@ export interface ClaimRequest {
   waitMs?: number;
   /**
    * Atomic mode: how much longer the claiming transaction may stay open, in ms (what is left of the engine's
-   * `transactionTimeoutMs`). A store whose database can bound a transaction on its side does, so that a process
-   * that froze, or lost its connection, does not hold the key past it.
+   * `transactionTimeoutMs`). A store whose database can bound the transaction's statements on its side does, so
+   * that a statement the engine gave up on does not hold the key past it.
    */
   holdMs?: number;
 }

@@ -8,13 +8,19 @@
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 
-/** Whether `db` runs on postgres.js with `prepare` on, whose COMMIT may be reported done when it was rolled back. */
-export function commitMayBeMisreported(db: object): boolean {
+/** postgres.js's `prepare` option on `db` (true, its default, or false), or undefined on another driver. */
+export function postgresJsPrepare(db: object): boolean | undefined {
   const withPrimary = db as { $primary?: object; $client?: unknown };
   const client = ((withPrimary.$primary as { $client?: unknown } | undefined)?.$client ?? withPrimary.$client) as
     | { begin?: unknown; options?: { prepare?: unknown } }
     | undefined;
-  return typeof client?.begin === "function" && client.options?.prepare === true;
+  const prepare = client?.options?.prepare;
+  return typeof client?.begin === "function" && typeof prepare === "boolean" ? prepare : undefined;
+}
+
+/** Whether `db` runs on postgres.js with `prepare` on, whose COMMIT may be reported done when it was rolled back. */
+export function commitMayBeMisreported(db: object): boolean {
+  return postgresJsPrepare(db) === true;
 }
 
 /** The refusal for such a database once a pooler showed itself: the fix is one option. */

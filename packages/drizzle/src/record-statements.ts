@@ -62,15 +62,16 @@ export function statementsFor(table: string) {
      * after the snapshot).
      *
      * The transaction's bound is PostgreSQL's as well as the engine's, for the rest of the transaction: no
-     * statement of it runs longer, and it is not left idle longer, so that a process that froze or lost its
-     * connection does not hold the key's lock past it. A shorter setting of the app's own is kept. Set here rather
-     * than as connection settings, which a transaction pooler refuses.
+     * statement of it runs longer (`statement_timeout`), so that one the engine gave up on does not hold the key's
+     * lock and its rows past it. A shorter setting of the app's own is kept. Set here rather than as a connection
+     * setting, which a transaction pooler refuses. Idle time is not bounded here: PostgreSQL ends the whole
+     * connection for it, under a transaction whose procedure is still running.
      */
     CLAIM: {
       name: "idemkit_claim",
       steps: {
         previous: `select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $7::text, true),
-          ${boundedBy("statement_timeout", "$9")}, ${boundedBy("idle_in_transaction_session_timeout", "$9")},
+          ${boundedBy("statement_timeout", "$9")},
           (not $8::bool or pg_try_advisory_xact_lock(${lock})) as free`,
         inserted: `insert into ${table} (scope, path, key, fingerprint, state, lease_expires_at, expires_at)
           select $1::text, $2::text, $3::text, $4::text, 'in_progress',

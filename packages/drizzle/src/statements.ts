@@ -18,6 +18,7 @@ import { sha256Hex } from "@idemkit/core/internal";
 import { type SQL, sql } from "drizzle-orm";
 import { getTableConfig, type PgTable, QueryBuilder } from "drizzle-orm/pg-core";
 import { databaseMessageOf, isPreparedStatementLost, sqlStateOf } from "./driver-errors.js";
+import { postgresJsPrepare } from "./pooler.js";
 
 /**
  * A Drizzle PostgreSQL database (postgres.js, PGlite, node-postgres, on drizzle-orm 0.41 to 1.0), as far as idemkit
@@ -51,6 +52,7 @@ interface CarrierSelect {
   /** Drizzle's query cache, from 0.44 on: never for idemkit's statements, which write and must see every write. */
   $withCache?(config: false): CarrierSelect;
   prepare(name: string): Prepared;
+  execute(): PromiseLike<Row[]>;
 }
 
 /** A statement as Drizzle prepared it on one database or transaction: run again with other values. */
@@ -128,19 +130,40 @@ function withPlaceholders(text: string): SQL {
 
 /** Builds the expressions: they hold no database, only SQL, so each statement's are built once for every executor. */
 const expressions = new QueryBuilder();
-const carried = new WeakMap<Statement, { steps: unknown[]; result: unknown }>();
+const carried = new WeakMap<Statement, Expressions>();
 
-function carrierOf(statement: Statement): { steps: unknown[]; result: unknown } {
+/** A statement's steps and result, as Drizzle's common table expressions. */
+interface Expressions {
+  steps: unknown[];
+  result: unknown;
+}
+
+/** `statement`'s expressions, each text made Drizzle SQL by `render`. */
+function expressionsOf(statement: Statement, render: (text: string) => SQL): Expressions {
+  const steps = Object.entries(statement.steps ?? {}).map(([alias, text]) =>
+    expressions.$with(alias, {}).as(render(text)),
+  );
+  const columns = Object.fromEntries(statement.columns.map((column) => [column, sql.raw(column).as(column)]));
+  return { steps, result: expressions.$with("result", columns).as(render(statement.text)) };
+}
+
+function carrierOf(statement: Statement): Expressions {
   let built = carried.get(statement);
   if (!built) {
-    const steps = Object.entries(statement.steps ?? {}).map(([alias, text]) =>
-      expressions.$with(alias, {}).as(withPlaceholders(text)),
-    );
-    const columns = Object.fromEntries(statement.columns.map((column) => [column, sql.raw(column).as(column)]));
-    built = { steps, result: expressions.$with("result", columns).as(withPlaceholders(statement.text)) };
+    built = expressionsOf(statement, withPlaceholders);
     carried.set(statement, built);
   }
   return built;
+}
+
+/** The select that carries `expressions` on `executor`: on the primary, never from Drizzle's query cache. */
+function carrierSelect(executor: Executor, { steps, result }: Expressions): CarrierSelect {
+  const carrier = executor as unknown as Carrier;
+  const select = (carrier.$primary ?? carrier)
+    .with(...steps, result)
+    .select()
+    .from(result);
+  return select.$withCache?.(false) ?? select;
 }
 
 /**
@@ -148,48 +171,52 @@ function carrierOf(statement: Statement): { steps: unknown[]; result: unknown } 
  * built and rendered once there: Drizzle renders a statement anew every time it is prepared, which costs more
  * than sending it. A transaction is new each time, so its statements are prepared every time.
  */
-const preparedOn = new WeakMap<object, { named: boolean; statements: WeakMap<Statement, Prepared> }>();
+const preparedOn = new WeakMap<object, WeakMap<Statement, Prepared>>();
 
 /**
- * Whether idemkit's statements are still prepared under their names. A transaction pooler (PgBouncer, Supabase's
+ * Whether idemkit's statements are prepared under their names. A transaction pooler (PgBouncer, Supabase's
  * Supavisor, Neon's) hands each transaction, and each statement outside one, to whichever server connection is
- * free, so a statement prepared by name on one is missing on the next (or there already, from another client):
- * the first time PostgreSQL says so, every statement of idemkit's in this process is sent unnamed from then on,
- * parsed and planned each time. Where names work, they are kept: an atomic first execution costs 2.5 times as
- * much unnamed on node-postgres (743 against 1,868 µs, a direct connection on one machine).
+ * free, so a statement prepared by name on one is missing on the next (or there already, from another client).
+ * The first time PostgreSQL says so, or once a database on postgres.js with `prepare: false` (what its users
+ * behind a pooler are told to set) is in use, every statement of idemkit's in this process is sent unprepared
+ * from then on (see `unprepared`). Where names work, they are kept: an atomic first execution costs 2.5 times as
+ * much CPU unprepared on node-postgres (743 against 1,868 µs, a direct connection on one machine).
  */
 let namingStatements = true;
 
 /**
  * Has `run` keep the statements it prepares on `db` (a database, never a transaction), to run them again with
- * other values, as Drizzle's prepared queries are meant to be.
+ * other values, as Drizzle's prepared queries are meant to be; and send them again, unprepared, when a pooler
+ * lost one.
  */
 export function preparedOnce(db: Executor): void {
+  if (postgresJsPrepare(db) === false) namingStatements = false;
   // Keyed weakly by statement as well: a statement made for one call (the relay's retry and purge) goes with it.
-  if (!preparedOn.has(db)) preparedOn.set(db, { named: namingStatements, statements: new WeakMap() });
+  if (!preparedOn.has(db)) preparedOn.set(db, new WeakMap());
 }
 
 /**
  * Runs a statement as a named prepared statement: parsed and planned once per connection, then one round trip
  * each time, on the drivers that prepare (drizzle-orm 0.45.4 and later on postgres.js; node-postgres), and one
- * unnamed statement elsewhere, or behind a transaction pooler (see `namingStatements`). Always on the primary (a
- * database made with `withReplicas` sends a select to a replica, where a write fails and a read may be behind),
- * and never from Drizzle's query cache.
+ * unnamed statement elsewhere; or unprepared, where a transaction pooler is (see `namingStatements`). Always on
+ * the primary (a database made with `withReplicas` sends a select to a replica, where a write fails and a read may
+ * be behind), and never from Drizzle's query cache.
  */
 export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
-  const values: Record<string, unknown> = {};
-  params.forEach((value, index) => {
-    values[index + 1] = value;
-  });
   const attempt = () => {
     const named = namingStatements;
-    const kept = keptOn(executor, named);
     return sent(() => {
+      if (!named) return unprepared(executor, statement, params);
+      const kept = preparedOn.get(executor);
       let prepared = kept?.get(statement);
       if (!prepared) {
-        prepared = prepare(executor, statement, named);
+        prepared = carrierSelect(executor, carrierOf(statement)).prepare(statement.name);
         kept?.set(statement, prepared);
       }
+      const values: Record<string, unknown> = {};
+      params.forEach((value, index) => {
+        values[index + 1] = value;
+      });
       return prepared.execute(values);
     }).catch((error: unknown) => {
       if (named && isPreparedStatementLost(error)) namingStatements = false;
@@ -199,38 +226,43 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
   return attempt()
     .catch((error: unknown) => {
       if (!isPreparedStatementLost(error)) throw error;
-      // On a database the same statement is sent again, unnamed. A transaction's was aborted by the failure.
+      // On a database the same statement is sent again, unprepared. A transaction's was aborted by the failure.
       if (preparedOn.has(executor)) return attempt();
       throw new IdempotencyError(
         IdempotencyErrorCode.STORE_UNAVAILABLE,
         `A transaction pooler between this app and PostgreSQL lost the prepared statement ${statement.name} ` +
-          `(${databaseMessageOf(error)}). idemkit sends its statements unnamed from now on, which a pooler serves. ` +
-          "Nothing of this transaction was kept: run it again.",
+          `(${databaseMessageOf(error)}). idemkit sends its statements unprepared from now on, which a pooler ` +
+          "serves. Nothing of this transaction was kept: run it again.",
         { cause: error },
       );
     })
     .catch(explainMissingTables);
 }
 
-/** The statements kept on `executor` when it is a database, as prepared with or without their names. */
-function keptOn(executor: Executor, named: boolean): WeakMap<Statement, Prepared> | undefined {
-  const kept = preparedOn.get(executor);
-  if (kept && kept.named !== named) {
-    kept.named = named;
-    kept.statements = new WeakMap();
-  }
-  return kept?.statements;
+/**
+ * Sends `statement` with its values written into its text as literals, and no parameters: one round trip on every
+ * driver, where a statement with parameters that is not prepared costs postgres.js two (it asks the server for
+ * their types first: 6.3 round trips added by atomic mode through PgBouncer, against 1.6 directly).
+ */
+function unprepared(executor: Executor, statement: Statement, params: unknown[]): PromiseLike<Row[]> {
+  const render = (text: string) => sql.raw(text.replace(/\$(\d+)/g, (_, n: string) => literal(params[Number(n) - 1])));
+  return carrierSelect(executor, expressionsOf(statement, render)).execute();
 }
 
-function prepare(executor: Executor, statement: Statement, named: boolean): Prepared {
-  const { steps, result } = carrierOf(statement);
-  const carrier = executor as unknown as Carrier;
-  const select = (carrier.$primary ?? carrier)
-    .with(...steps, result)
-    .select()
-    .from(result);
-  // Without a name, Drizzle sends it unprepared (postgres.js) or as the unnamed statement (node-postgres).
-  return (select.$withCache?.(false) ?? select).prepare((named ? statement.name : undefined) as string);
+/**
+ * A value as a PostgreSQL literal, for idemkit's own parameters (text, numbers, booleans, null, arrays of them).
+ * Text goes in an escape string (E'…'), whose backslashes and quotes are doubled: read the same way whatever
+ * `standard_conforming_strings` is. The statement's own casts (`$1::text`) give each its type.
+ */
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return "null";
+  if (typeof value === "boolean") return String(value);
+  if (typeof value === "number" || typeof value === "bigint") {
+    if (typeof value === "number" && !Number.isFinite(value)) throw new TypeError(`Not a finite number: ${value}`);
+    return `(${String(value)})`;
+  }
+  if (Array.isArray(value)) return value.length === 0 ? "'{}'" : `array[${value.map(literal).join(", ")}]`;
+  return `E'${String(value).replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
 }
 
 /**

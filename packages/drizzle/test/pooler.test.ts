@@ -161,3 +161,26 @@ describe.each([["postgres.js, prepare: false"], ["node-postgres"]] as const)("be
     unstorableResponse: { status: 2 ** 40, body: "{}" },
   }));
 });
+
+describe("idemkit's statements sent unprepared, their values written as literals", () => {
+  it("keep keys, scopes and answers with quotes, backslashes and any character as they are", async () => {
+    const { instances } = await twoInstances("postgres.js, prepare: false");
+    const store = drizzleStore({ db: instances[0] as AnyDb });
+    const awkward = `${String.raw`it's \' a \\ "key" \x00? $1 E'' 😀`}\n\t`;
+    const id = { scope: `${awkward}scope`, path: `${awkward}path`, key: `${awkward}key` };
+    const now = Date.now();
+    const claimed = await store.claim({
+      id,
+      fingerprint: awkward,
+      now,
+      leaseExpiresAt: now + 30_000,
+      expiresAt: now + 60_000,
+    });
+    expect(claimed).toMatchObject({ status: "claimed" });
+    const fence = claimed.status === "claimed" ? claimed.fence : Number.NaN;
+    expect(await store.complete(id, fence, { status: 200, body: JSON.stringify(awkward) }, now + 60_000)).toBe(true);
+    expect(await store.get(id)).toMatchObject({ fingerprint: awkward, response: { body: JSON.stringify(awkward) } });
+    // Another id differing only where escaping could fold two apart is another record.
+    expect(await store.get({ ...id, key: id.key.replace("\\\\", "\\") })).toBeUndefined();
+  });
+});
