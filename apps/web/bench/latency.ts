@@ -12,6 +12,9 @@
  *   lease, first           idemkit's lease mode with drizzleStore, a fresh key per request
  *   no-op, unprotected     a procedure that does nothing
  *   replay from PostgreSQL a duplicate, answered by the store (the replay cache off), against the no-op
+ *   pooled: …              the same through a PgBouncer in transaction mode beside the database, the proxy's round
+ *                          trip in front of it, and postgres.js with `prepare: false`, as behind Supabase's or
+ *                          Neon's pooler; against the unprotected order through it
  *
  * For each round trip it prints the p50 of each scenario and the round trips it adds over its baseline: its p50
  * less the baseline's, over the round trip measured through the proxy (`select 1`). The last column fits all the
@@ -19,7 +22,7 @@
  * Environment: LATENCY_RTTS (1,2,4,8), LATENCY_REQUESTS per scenario per round (40), LATENCY_ROUNDS (2).
  */
 import { Agent } from "node:http";
-import { createDatabase, startLatencyProxy, startPostgres } from "@idemkit/testkit";
+import { createDatabase, startLatencyProxy, startPgbouncer, startPostgres } from "@idemkit/testkit";
 import postgres from "postgres";
 import { openDatabase } from "../src/server/database";
 import { percentile, post, printTable, startBenchServer } from "./shared";
@@ -35,6 +38,8 @@ interface Scenario {
   path: string;
   key: (n: number) => string | undefined;
   baseline: string;
+  /** Through PgBouncer in transaction mode, postgres.js with `prepare: false`, as a hosted app is. */
+  pooled?: true;
 }
 const fresh = () => globalThis.crypto.randomUUID();
 const scenarios: Scenario[] = [
@@ -55,6 +60,27 @@ const scenarios: Scenario[] = [
     key: (n) => REPLAY_KEYS[n % REPLAY_KEYS.length],
     baseline: "no-op, unprotected",
   },
+  {
+    name: "pooled: unprotected",
+    path: "bench.placeOrderUnprotected",
+    key: () => undefined,
+    baseline: "pooled: unprotected",
+    pooled: true,
+  },
+  {
+    name: "pooled: atomic, first",
+    path: "bench.placeOrderAtomic",
+    key: fresh,
+    baseline: "pooled: unprotected",
+    pooled: true,
+  },
+  {
+    name: "pooled: lease, first",
+    path: "bench.leaseOrderPostgres",
+    key: fresh,
+    baseline: "pooled: unprotected",
+    pooled: true,
+  },
 ];
 
 const postgresServer = await startPostgres({ durable: true });
@@ -65,11 +91,19 @@ const target = new URL(database.url);
 const proxy = await startLatencyProxy({ host: target.hostname, port: Number(target.port) });
 const proxiedUrl = proxy.urlFor(database.url);
 const server = await startBenchServer(proxiedUrl);
+// The same round trip to a PgBouncer beside the database, as a hosted app has to its pooler.
+const bouncer = await startPgbouncer(postgresServer.url);
+const pooledTarget = new URL(bouncer.pooled(database.url));
+const pooledProxy = await startLatencyProxy({ host: pooledTarget.hostname, port: Number(pooledTarget.port) });
+const pooledServer = await startBenchServer(pooledProxy.urlFor(pooledTarget.toString()), undefined, {
+  BENCH_PREPARE: "false",
+});
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 const probe = postgres(proxiedUrl, { max: 1 });
 
-const send = async (path: string, key: string | undefined) => {
-  const answer = await post(`${server.url}/api/trpc/${path}`, { agent, user: "bench", key, body: BODY });
+const send = async (path: string, key: string | undefined, pooled = false) => {
+  const base = pooled ? pooledServer.url : server.url;
+  const answer = await post(`${base}/api/trpc/${path}`, { agent, user: "bench", key, body: BODY });
   if (answer.status !== 200) throw new Error(`${path} answered ${answer.status}: ${answer.body}`);
   return answer;
 };
@@ -97,8 +131,10 @@ try {
   const results = new Map<number, { measuredMs: number; latencies: Map<string, number[]> }>();
   for (const roundTripMs of ROUND_TRIPS_MS) {
     proxy.setRoundTripMs(roundTripMs);
+    pooledProxy.setRoundTripMs(roundTripMs);
     // Every pooled connection of the server warms up at this round trip before anything is measured.
-    for (const scenario of scenarios) await latenciesOf(20, (n) => send(scenario.path, scenario.key(n)));
+    for (const scenario of scenarios)
+      await latenciesOf(20, (n) => send(scenario.path, scenario.key(n), scenario.pooled));
     const latencies = new Map<string, number[]>(scenarios.map((scenario) => [scenario.name, []]));
     const measured: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
@@ -106,7 +142,7 @@ try {
       for (const scenario of scenarios) {
         latencies
           .get(scenario.name)
-          ?.push(...(await latenciesOf(REQUESTS, (n) => send(scenario.path, scenario.key(n)))));
+          ?.push(...(await latenciesOf(REQUESTS, (n) => send(scenario.path, scenario.key(n), scenario.pooled))));
       }
     }
     results.set(roundTripMs, { measuredMs: median(measured), latencies });
@@ -151,7 +187,10 @@ try {
   await probe.end({ timeout: 1 });
   agent.destroy();
   await server.stop();
+  await pooledServer.stop();
   await proxy.close();
+  await pooledProxy.close();
+  await bouncer.stop();
   await database.drop();
   await postgresServer.stop();
 }

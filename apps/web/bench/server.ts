@@ -34,7 +34,11 @@ import superjson from "superjson";
 import { z } from "zod";
 import { createHandler, createRouter, type OrderItem, placeOrderInput, t, writeOrder } from "../src/server/router";
 
-const client = postgres(String(process.env.DATABASE_URL), { max: Number(process.env.BENCH_POOL ?? 10) });
+const client = postgres(String(process.env.DATABASE_URL), {
+  max: Number(process.env.BENCH_POOL ?? 10),
+  // BENCH_PREPARE=false: as behind a transaction pooler.
+  prepare: process.env.BENCH_PREPARE !== "false",
+});
 const db = drizzle(client);
 const app = createRouter({ db });
 const uncached = createRouter({ db, replayCacheSize: 0 });
@@ -114,7 +118,15 @@ function idemkitSqlOrder(userId: string, key: string | null, items: OrderItem[])
   const id = [userId, "bench.placeOrderIdemkitSql", key];
   return db.transaction(async (tx) => {
     const expiresAt = Date.now() + DAY_MS;
-    const claiming = run(tx, idemkitStatements.CLAIM, [...id, fingerprint, expiresAt, expiresAt, "5000ms", true]);
+    const claiming = run(tx, idemkitStatements.CLAIM, [
+      ...id,
+      fingerprint,
+      expiresAt,
+      expiresAt,
+      "5000ms",
+      true,
+      30_000,
+    ]);
     const savepoint = command(tx, SAVEPOINT);
     // Handled from the start: a claim that fails first leaves it to fail in the aborted transaction, unawaited.
     savepoint.catch(() => {});

@@ -22,16 +22,21 @@ export interface BenchServer {
 /**
  * Starts bench/server.ts against `databaseUrl` and waits for its `LISTENING` line. BENCH_SERVER_ARGS go to its node
  * (`--cpu-prof --cpu-prof-dir=prof` to see where its time goes). `checkout`: another built checkout of this
- * repository, whose bench server (and so whose packages) to start instead of this one's.
+ * repository, whose bench server (and so whose packages) to start instead of this one's. `env`: more of its
+ * environment (BENCH_PREPARE=false, BENCH_POOL).
  */
-export async function startBenchServer(databaseUrl: string, checkout?: string): Promise<BenchServer> {
+export async function startBenchServer(
+  databaseUrl: string,
+  checkout?: string,
+  env: Record<string, string> = {},
+): Promise<BenchServer> {
   const nodeArgs = process.env.BENCH_SERVER_ARGS?.split(" ").filter(Boolean) ?? [];
   const server = checkout ? join(checkout, "apps/web/bench/server.ts") : SERVER;
   const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", server], {
     // Where `--import tsx` is resolved from (the checkout's own node_modules): its apps/web, as npm runs this one.
     cwd: checkout && join(checkout, "apps/web"),
     // As `next start` runs it: development-only checks (such as idemkit's bypass warning) are off.
-    env: { ...process.env, DATABASE_URL: databaseUrl, NODE_ENV: "production" },
+    env: { ...process.env, ...env, DATABASE_URL: databaseUrl, NODE_ENV: "production" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise((resolve) => child.once("exit", resolve));

@@ -1,19 +1,31 @@
 /**
  * Opening the demo's database as instances start: several at once on an empty PostgreSQL database must all end up
- * migrated and serving (their migrations take turns), not fail on each other's half-made tables.
+ * migrated and serving (the losers of the race migrate again and find the work done), not fail on each other's
+ * half-made tables; directly, and through a transaction pooler.
  */
-import { createDatabase } from "@idemkit/testkit";
+import { createDatabase, type RunningPgbouncer, startPgbouncer } from "@idemkit/testkit";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { type OpenDatabase, openDatabase } from "../src/server/database";
 
 let database: { url: string; drop(): Promise<void> };
+let pooledDatabase: { url: string; drop(): Promise<void> };
+let bouncer: RunningPgbouncer;
 beforeAll(async () => {
   database = await createDatabase(inject("postgresUrl"));
+  pooledDatabase = await createDatabase(inject("postgresUrl"));
+  bouncer = await startPgbouncer(inject("postgresUrl"), { poolSize: 2 });
 });
-afterAll(() => database?.drop());
+afterAll(async () => {
+  await bouncer?.stop();
+  await Promise.all([database?.drop(), pooledDatabase?.drop()]);
+});
 
-it("migrates an empty database once when three instances open it at the same time", async () => {
-  const opened = await Promise.allSettled(Array.from({ length: 3 }, () => openDatabase({ url: database.url, max: 2 })));
+it.each([
+  ["directly", () => database.url],
+  ["through PgBouncer in transaction mode, with no direct URL", () => bouncer.pooled(pooledDatabase.url)],
+])("migrates an empty database once when three instances open it at the same time, %s", async (_, urlOf) => {
+  const url = urlOf();
+  const opened = await Promise.allSettled(Array.from({ length: 3 }, () => openDatabase({ url, max: 2 })));
   const instances = opened.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value] : []));
   try {
     expect(opened.map((outcome) => outcome.status)).toEqual(["fulfilled", "fulfilled", "fulfilled"]);

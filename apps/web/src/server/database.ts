@@ -7,7 +7,6 @@ import { mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import type { Sql } from "postgres";
 import { env } from "./env";
 
 export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
@@ -21,6 +20,11 @@ export interface OpenDatabase {
 export interface OpenOptions {
   /** PostgreSQL URL; embedded PGlite when absent. */
   url?: string | undefined;
+  /**
+   * Where migrations go when `url` is a transaction pooler's (Supabase's and Neon's DIRECT_URL): straight to the
+   * server. Default `url`.
+   */
+  directUrl?: string | undefined;
   /** postgres.js pool size. Default 10. */
   max?: number;
   /** Where PGlite keeps its files. Default `apps/web/.data/pglite`. */
@@ -38,7 +42,11 @@ const cache = globalThis as typeof globalThis & { idemkitDatabase?: Promise<Open
 
 /** The server process's database (DATABASE_URL, else PGlite), opened and migrated on first use. */
 export function database(): Promise<OpenDatabase> {
-  cache.idemkitDatabase ??= openDatabase({ url: env.databaseUrl, dataDir: env.pgliteDir }).catch((error: unknown) => {
+  cache.idemkitDatabase ??= openDatabase({
+    url: env.databaseUrl,
+    directUrl: env.directUrl,
+    dataDir: env.pgliteDir,
+  }).catch((error: unknown) => {
     cache.idemkitDatabase = undefined; // let the next request try again rather than fail forever
     throw error;
   });
@@ -48,6 +56,7 @@ export function database(): Promise<OpenDatabase> {
 /** Opens a database and applies the demo's migrations: PostgreSQL at `url`, else PGlite in `dataDir`. */
 export async function openDatabase({
   url,
+  directUrl = url,
   max = 10,
   dataDir = DEFAULT_PGLITE_DIR,
 }: OpenOptions = {}): Promise<OpenDatabase> {
@@ -56,16 +65,20 @@ export async function openDatabase({
     const { drizzle } = await import("drizzle-orm/postgres-js");
     const { migrate } = await import("drizzle-orm/postgres-js/migrator");
     const { guardedConnections } = await import("@idemkit/drizzle/postgres-js");
-    // The guard ends a connection the database dropped without postgres.js's defects there (see its module).
-    const client = postgres(url, guardedConnections({ max, onnotice: () => {}, ...BOUNDED }));
-    const db = drizzle(client);
+    const migrator = postgres(directUrl ?? url, { max: 1, onnotice: () => {}, prepare: false });
     try {
-      await inTurn(postgres(url, { max: 1, onnotice: () => {} }), () => migrate(db, { migrationsFolder: MIGRATIONS }));
-    } catch (error) {
-      await client.end({ timeout: 1 });
-      throw error;
+      await againWhileRacing(() => migrate(drizzle(migrator), { migrationsFolder: MIGRATIONS }));
+    } finally {
+      await migrator.end({ timeout: 1 });
     }
-    return { db, description: `PostgreSQL at ${new URL(url).host}`, close: () => client.end({ timeout: 5 }) };
+    // The guard ends a connection the database dropped without postgres.js's defects there (see its module).
+    // Statements are not prepared, as a transaction pooler between here and PostgreSQL requires.
+    const client = postgres(url, guardedConnections({ max, onnotice: () => {}, prepare: false, ...BOUNDED }));
+    return {
+      db: drizzle(client),
+      description: `PostgreSQL at ${new URL(url).host}`,
+      close: () => client.end({ timeout: 5 }),
+    };
   }
   const { PGlite } = await import("@electric-sql/pglite");
   const { drizzle } = await import("drizzle-orm/pglite");
@@ -78,9 +91,10 @@ export async function openDatabase({
 }
 
 /**
- * postgres.js waits 30 s for a connection by default, and lets a statement or an open transaction last for ever. A
- * database that does not answer must cost a request seconds, not minutes (idemkit answers 503 past its own limits,
- * see the README's "Failure behaviour"); the server ends what the app left behind.
+ * postgres.js waits 30 s for a connection by default. A database that does not answer must cost a request seconds,
+ * not minutes (idemkit answers 503 past its own limits, see the README's "Failure behaviour"). On the server,
+ * idemkit bounds its transactions' statements per transaction, not as connection settings, which a transaction
+ * pooler refuses; an operator sets the rest on the role (idle_in_transaction_session_timeout).
  */
 const BOUNDED = {
   /** Seconds to establish a connection. */
@@ -90,27 +104,24 @@ const BOUNDED = {
    * down, and so keeps the app unavailable long after the database is back.
    */
   backoff: (attempt: number) => Math.min(0.1 * 2 ** attempt, 1),
-  connection: {
-    /** The longest statement the checkout runs is the claim waiting for a duplicate (idemkit's waitMs, 5 s). */
-    statement_timeout: 15_000,
-    /** A transaction the app stopped using (a process frozen mid-request) stops holding its locks after this. */
-    idle_in_transaction_session_timeout: 60_000,
-  },
 } as const;
 
-/** Any 64-bit number the app uses for nothing else: the advisory lock its instances take turns migrating under. */
-const MIGRATION_LOCK = "7270614126";
+/** How many times an instance migrates before it gives up: each lost race is one more instance that won. */
+const MIGRATION_ATTEMPTS = 5;
 
 /**
- * Runs `migrate` while holding a PostgreSQL advisory lock on a connection of its own (`locker`, ended after), so
- * instances that start together on an empty database migrate one after the other: the first creates the tables,
- * the others find them done. Without it they race on the same `create table` and the losers fail to start.
+ * Migrates, again while it fails: instances that start together on an empty database race on the same `create
+ * table`, in one transaction each; the losers' transactions roll back whole, and their next attempt finds the
+ * migrations applied. No lock is held across statements, so it works through a transaction pooler too, where a
+ * session's advisory lock would stay behind on a server connection another client then gets.
  */
-async function inTurn(locker: Sql, migrate: () => Promise<void>): Promise<void> {
-  try {
-    await locker`select pg_advisory_lock(${MIGRATION_LOCK}::bigint)`;
-    await migrate();
-  } finally {
-    await locker.end({ timeout: 1 });
+async function againWhileRacing(migrate: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrate();
+    } catch (error) {
+      if (attempt >= MIGRATION_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
   }
 }

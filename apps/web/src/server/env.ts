@@ -2,6 +2,8 @@
 export const env = {
   /** PostgreSQL URL; the embedded PGlite under `apps/web/.data/` when unset. */
   databaseUrl: process.env.DATABASE_URL || undefined,
+  /** PostgreSQL URL for migrations when DATABASE_URL is a transaction pooler's (Supabase's and Neon's convention). */
+  directUrl: process.env.DIRECT_URL || undefined,
   /** Where PGlite keeps its files. */
   pgliteDir: process.env.IDEMKIT_PGLITE_DIR || undefined,
   /** `1` turns on the fault switches at `/api/faults` (tests and demos). Off in every build unless set. */

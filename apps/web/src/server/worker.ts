@@ -15,7 +15,7 @@ const RETRY_MS = 1_000;
 let opened: OpenDatabase | undefined;
 // A worker started while PostgreSQL is down waits for it, as the app does.
 while (!opened) {
-  opened = await openDatabase({ url: env.databaseUrl, max: 2 }).catch((error: unknown) => {
+  opened = await openDatabase({ url: env.databaseUrl, directUrl: env.directUrl, max: 2 }).catch((error: unknown) => {
     console.error(`worker: database not reachable yet, trying again in ${RETRY_MS} ms:`, error);
     return undefined;
   });
