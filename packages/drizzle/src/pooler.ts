@@ -8,19 +8,31 @@
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 
-/** postgres.js's `prepare` option on `db` (true, its default, or false), or undefined on another driver. */
-export function postgresJsPrepare(db: object): boolean | undefined {
+/** What `guardedConnections` marks its socket factory with: its sockets fail a COMMIT answered ROLLBACK. */
+export const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
+
+/** The postgres.js options of `db`'s client, or undefined on another driver. */
+function postgresJsOptions(db: object): { prepare?: unknown; socket?: unknown } | undefined {
   const withPrimary = db as { $primary?: object; $client?: unknown };
   const client = ((withPrimary.$primary as { $client?: unknown } | undefined)?.$client ?? withPrimary.$client) as
-    | { begin?: unknown; options?: { prepare?: unknown } }
+    | { begin?: unknown; options?: { prepare?: unknown; socket?: unknown } }
     | undefined;
-  const prepare = client?.options?.prepare;
-  return typeof client?.begin === "function" && typeof prepare === "boolean" ? prepare : undefined;
+  return typeof client?.begin === "function" ? client.options : undefined;
 }
 
-/** Whether `db` runs on postgres.js with `prepare` on, whose COMMIT may be reported done when it was rolled back. */
-export function commitMayBeMisreported(db: object): boolean {
-  return postgresJsPrepare(db) === true;
+/** postgres.js's `prepare` option on `db` (true, its default, or false), or undefined on another driver. */
+export function postgresJsPrepare(db: object): boolean | undefined {
+  const prepare = postgresJsOptions(db)?.prepare;
+  return typeof prepare === "boolean" ? prepare : undefined;
+}
+
+/**
+ * Whether a COMMIT on `db` that PostgreSQL answered ROLLBACK is reported as one: through `guardedConnections`, whose
+ * sockets fail it; else it may be reported done (postgres.js with `prepare` on, behind a pooler).
+ */
+export function failsRolledBackCommits(db: object): boolean {
+  const socket = postgresJsOptions(db)?.socket as { [FAILS_ROLLED_BACK_COMMITS]?: true } | undefined;
+  return socket?.[FAILS_ROLLED_BACK_COMMITS] === true;
 }
 
 /** The refusal for such a database once a pooler showed itself: the fix is one option. */

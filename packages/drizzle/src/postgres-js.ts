@@ -32,8 +32,10 @@ import { EventEmitter } from "node:events";
 import { connect as connectTcp, isIP, type Socket } from "node:net";
 import { type ConnectionOptions, connect as connectTls } from "node:tls";
 import postgres from "postgres";
+import { FAILS_ROLLED_BACK_COMMITS } from "./pooler.js";
 import {
   ClientStreamReader,
+  commitsTransaction,
   endsSession,
   endsTransaction,
   errorFields,
@@ -76,7 +78,8 @@ interface ConnectingTo {
 
 /** A socket factory for postgres.js's `socket` option: what `guardedConnections` sets. */
 export function guardedSocket({ ssl }: GuardedSocketOptions = {}) {
-  return function connectGuarded(options: ConnectingTo): GuardedSocket {
+  return Object.assign(connectGuarded, { [FAILS_ROLLED_BACK_COMMITS]: true as const });
+  function connectGuarded(options: ConnectingTo): GuardedSocket {
     if (options.ssl) {
       // Failed through the socket, not thrown: postgres.js would leave a connection whose factory threw connecting.
       return GuardedSocket.failed(
@@ -88,7 +91,7 @@ export function guardedSocket({ ssl }: GuardedSocketOptions = {}) {
       );
     }
     return new GuardedSocket(options, ssl);
-  };
+  }
 }
 
 const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 4, 210, 22, 47]);
@@ -101,6 +104,27 @@ const CHAR = (letter: string) => letter.charCodeAt(0);
 const ANSWERS_FLUSH = new Set([CHAR("T"), CHAR("n"), CHAR("C"), CHAR("s")]);
 /** What the guard reads of what postgres.js sends: Parse, Bind, Flush, Sync and simple Query. */
 const WATCHED_SENT = new Set([CHAR("P"), CHAR("B"), CHAR("H"), CHAR("S"), CHAR("Q")]);
+
+/** How a batch ends its transaction: not at all, by a rollback, or by a COMMIT (truthy when it ends it). */
+type Ends = 0 | 1 | 2;
+const NOT_ENDING = 0;
+const ROLLS_BACK = 1;
+const COMMITS = 2;
+
+function endsOf(text: string): Ends {
+  if (!endsTransaction(text)) return NOT_ENDING;
+  return commitsTransaction(text) ? COMMITS : ROLLS_BACK;
+}
+
+/** What a COMMIT answered ROLLBACK is told instead: PostgreSQL's code for a failed transaction. */
+const COMMIT_ROLLED_BACK = errorResponse({
+  severity_local: "ERROR",
+  severity: "ERROR",
+  code: "25P02",
+  message:
+    "COMMIT was answered ROLLBACK: the transaction had failed, so nothing of it was kept (guardedConnections). " +
+    "A statement of it failed before; behind a transaction pooler, postgres.js needs prepare: false.",
+});
 
 /** Why a session ended: the server said so (a FATAL error), or the socket failed or closed. */
 type Ending = { fields: Record<string, string> } | { error: Error } | { closed: true };
@@ -119,10 +143,10 @@ export class GuardedSocket extends EventEmitter {
   readonly #toServer = new ClientStreamReader(WATCHED_SENT, (type, message) => this.#sent(type, message));
   /** Whether the session got past its startup (a first ReadyForQuery). */
   #started = false;
-  /** For each request awaiting its ReadyForQuery (a Sync, a simple Query): whether it ends a transaction. */
-  readonly #awaiting: boolean[] = [];
-  /** The statements sent since the last Sync end a transaction. */
-  #batchEnds = false;
+  /** For each request awaiting its ReadyForQuery (a Sync, a simple Query): how it ends a transaction, if it does. */
+  readonly #awaiting: Ends[] = [];
+  /** How the statements sent since the last Sync end a transaction, if they do. */
+  #batchEnds: Ends = NOT_ENDING;
   /** The last batch sent ends with a Flush, and nothing came back for it yet (a describe, or a cursor's rows). */
   #flushAwaiting = false;
   /** A cursor's portal is suspended between two fetches: its code will send more before it ends. */
@@ -135,8 +159,14 @@ export class GuardedSocket extends EventEmitter {
    * binds it by name after), as the bytes a Bind carries them in, to be found without decoding every Bind.
    */
   readonly #endingStatements: Buffer[] = [];
+  /** Those of them that commit. */
+  readonly #committingStatements: Buffer[] = [];
   /** Whether the unnamed statement last parsed (what a connection without prepared statements binds) ends one. */
-  #unnamedEnds = false;
+  #unnamedEnds: Ends = NOT_ENDING;
+  /** The last ReadyForQuery said the transaction failed: a COMMIT now is answered ROLLBACK. */
+  #failed = false;
+  /** The batch being answered had an error of its own. */
+  #errorInBatch = false;
   /** Moves on with every write once the session is over, so that a wait for quiet that saw none can tell. */
   #writes = 0;
   #answering = false;
@@ -240,21 +270,26 @@ export class GuardedSocket extends EventEmitter {
   #sent(type: number, message: Buffer): void {
     if (type === CHAR("P")) {
       const [name = "", text = ""] = leadingStrings(message, 2);
-      const ends = endsTransaction(text);
+      const ends = endsOf(text);
       // A statement described before it is bound (postgres.js's first use of it) ends the transaction as it is sent.
-      if (ends) this.#batchEnds = true;
+      if (ends) this.#batchEnds = ends;
       if (name === "") this.#unnamedEnds = ends;
-      else if (ends) this.#endingStatements.push(Buffer.from(`${name}\0`));
+      else if (ends) {
+        this.#endingStatements.push(Buffer.from(`${name}\0`));
+        if (ends === COMMITS) this.#committingStatements.push(Buffer.from(`${name}\0`));
+      }
     } else if (type === CHAR("B")) {
-      if (bindsUnnamed(message) ? this.#unnamedEnds : bindsOneOf(message, this.#endingStatements)) {
-        this.#batchEnds = true;
+      if (bindsUnnamed(message)) {
+        if (this.#unnamedEnds) this.#batchEnds = this.#unnamedEnds;
+      } else if (bindsOneOf(message, this.#endingStatements)) {
+        this.#batchEnds = bindsOneOf(message, this.#committingStatements) ? COMMITS : ROLLS_BACK;
       }
     } else if (type === CHAR("H")) {
       this.#flushAwaiting = true;
     } else {
-      const ends = this.#batchEnds || (type === CHAR("Q") && endsTransaction(leadingStrings(message, 1)[0] ?? ""));
+      const ends = this.#batchEnds || (type === CHAR("Q") ? endsOf(leadingStrings(message, 1)[0] ?? "") : NOT_ENDING);
       this.#awaiting.push(ends);
-      this.#batchEnds = false;
+      this.#batchEnds = NOT_ENDING;
       this.#flushAwaiting = false;
       this.#portalOpen = false;
     }
@@ -275,15 +310,24 @@ export class GuardedSocket extends EventEmitter {
           this.#flushAwaiting = false;
           if (type === CHAR("s")) this.#portalOpen = true;
         }
+        // A COMMIT sent into a failed transaction is answered ROLLBACK, without an error, which drivers take for a
+        // commit (postgres.js sends a COMMIT again so when a pooler lost its prepared one): it fails here instead.
+        if (type === CHAR("Z") && this.#awaiting[0] === COMMITS && this.#failed && !this.#errorInBatch) {
+          return COMMIT_ROLLED_BACK;
+        }
+        return undefined;
       },
       ready: (status) => {
         this.#started = true;
         this.#awaiting.shift();
         this.#inTransaction = status !== CHAR("I");
+        this.#failed = status === CHAR("E");
+        this.#errorInBatch = false;
       },
       error: (message) => {
         const fields = errorFields(message);
         if (!endsSession(fields)) {
+          this.#errorInBatch = true;
           if (this.#awaiting.length === 0) this.#flushAwaiting = false;
           return true;
         }
@@ -363,7 +407,7 @@ export class GuardedSocket extends EventEmitter {
     this.#portalOpen = false;
     this.#flushAwaiting = false;
     this.#batchRefused = false;
-    this.#batchEnds = false;
+    this.#batchEnds = NOT_ENDING;
     this.#fail(ending);
   }
 

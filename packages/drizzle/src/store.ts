@@ -35,7 +35,7 @@ import { IdempotencyError, IdempotencyErrorCode, ProcedureTransactionError, repl
 import { DEFAULT_WAIT_MS } from "@idemkit/core/internal";
 import { bypassGuard } from "./bypass-guard.js";
 import { againIfConnectionLost, isLockTimeout, isPreparedStatementLost, isProcedureFailure } from "./driver-errors.js";
-import { commitMayBeMisreported, poolerNeedsUnpreparedStatements } from "./pooler.js";
+import { failsRolledBackCommits, poolerNeedsUnpreparedStatements, postgresJsPrepare } from "./pooler.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
 import {
@@ -98,8 +98,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   const statements = statementsFor(qualifiedName(table));
   const guard = bypassGuard(db);
   preparedOnce(db);
-  // Read once the transaction is over, to know it committed: see pooler.ts.
-  const checkCommits = commitMayBeMisreported(db);
+  // postgres.js prepares its COMMIT: behind a pooler it is refused (see pooler.ts), and where a COMMIT answered
+  // ROLLBACK would be reported done, the record is read back once the transaction is over.
+  const preparedCommits = postgresJsPrepare(db) === true;
+  const checkCommits = preparedCommits && !failsRolledBackCommits(db);
   /** Set once a pooler showed itself under a driver that cannot be trusted there: every atomic call is refused. */
   let refusal: IdempotencyError | undefined;
 
@@ -185,7 +187,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       if (checkCommits && completing && claimed) await provenCommitted(claimed);
       return result;
     } catch (error) {
-      if (checkCommits && isPreparedStatementLost(error)) {
+      if (preparedCommits && isPreparedStatementLost(error)) {
         refusal = poolerNeedsUnpreparedStatements("PostgreSQL lost a prepared statement.", error);
         throw refusal;
       }
@@ -225,7 +227,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
             await savepoint.catch(() => {});
             if (isLockTimeout(error)) return { status: "busy" };
             // Nothing of the procedure ran yet, so the transaction is begun again.
-            if (isPreparedStatementLost(error) && !checkCommits) throw new StatementLostBeforeWork(error);
+            if (isPreparedStatementLost(error) && !preparedCommits) throw new StatementLostBeforeWork(error);
             throw error;
           }
           await savepoint;

@@ -36,7 +36,7 @@ describe("ServerStreamReader", () => {
           const stream = endsWithFatal ? Buffer.concat([before, fatal, message("D", 10)]) : before;
           const statuses: number[] = [];
           const reader = new ServerStreamReader({
-            started: () => {},
+            started: () => undefined,
             ready: (status) => statuses.push(status),
             error: (error) => !endsSession(errorFields(error)),
           });
@@ -50,8 +50,29 @@ describe("ServerStreamReader", () => {
     );
   });
 
+  it("passes what `started` returns on right before its message, however the stream is cut", () => {
+    const inserted = errorResponse({ severity: "ERROR", code: "25P02", message: "commit answered rollback" });
+    fc.assert(
+      fc.property(
+        fc.array(serverMessage, { maxLength: 30 }),
+        fc.array(fc.nat(), { maxLength: 20 }),
+        (messages, cuts) => {
+          const reader = new ServerStreamReader({
+            started: (type) => (type === 0x5a ? inserted : undefined),
+            ready: () => {},
+            error: () => true,
+          });
+          const passed = Buffer.concat(chunks(Buffer.concat(messages), cuts).flatMap((chunk) => reader.read(chunk)));
+          const expected = messages.flatMap((m) => (m[0] === 0x5a ? [inserted, m] : [m]));
+          expect(passed.equals(Buffer.concat(expected))).toBe(true);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it("passes a large message on without copying it: the chunks it was cut into go on as they are", () => {
-    const reader = new ServerStreamReader({ started: () => {}, ready: () => {}, error: () => true });
+    const reader = new ServerStreamReader({ started: () => undefined, ready: () => {}, error: () => true });
     const big = message("D", 1_000_000);
     const parts = chunks(big, [65_536, 131_072, 500_000]);
     const passed = parts.flatMap((part) => reader.read(part));

@@ -37,8 +37,8 @@ export class ClientStreamReader {
 
 /** What a server stream reader reports as it reads. */
 export interface ServerMessages {
-  /** A message of `type` starts. */
-  started(type: number): void;
+  /** A message of `type` starts: bytes returned are passed on before it. */
+  started(type: number): Buffer | undefined;
   /** A ReadyForQuery's transaction status (`I`, `T` or `E`, as a byte). */
   ready(status: number): void;
   /** An ErrorResponse, whole: true passes it on, false ends the stream there (nothing from it on is passed on). */
@@ -78,7 +78,7 @@ export class ServerStreamReader {
       if (this.#mode === "type" && offset + 5 <= chunk.length && chunk[offset] !== ERROR_RESPONSE) {
         // The common case, read in place: a whole header in this chunk, of a message that passes on.
         const type = chunk[offset] as number;
-        this.messages.started(type);
+        passFrom = this.#insert(this.messages.started(type), chunk, passFrom, offset, out);
         const end = offset + 1 + chunk.readInt32BE(offset + 1);
         if (end <= chunk.length) {
           if (type === READY_FOR_QUERY && end > offset + 5) this.messages.ready(chunk[offset + 5] as number);
@@ -92,7 +92,7 @@ export class ServerStreamReader {
         offset += 5;
       } else if (this.#mode === "type") {
         this.#type = chunk[offset] as number;
-        this.messages.started(this.#type);
+        passFrom = this.#insert(this.messages.started(this.#type), chunk, passFrom, offset, out);
         if (this.#type === ERROR_RESPONSE && passFrom !== null) {
           if (offset > passFrom) out.push(chunk.subarray(passFrom, offset));
           passFrom = null;
@@ -167,6 +167,20 @@ export class ServerStreamReader {
     return Buffer.alloc(0);
   }
 
+  /** Passes on what came before `offset`, then `inserted`; returns where passing on resumes. */
+  #insert(
+    inserted: Buffer | undefined,
+    chunk: Buffer,
+    passFrom: number | null,
+    offset: number,
+    out: Buffer[],
+  ): number | null {
+    if (!inserted || passFrom === null) return passFrom;
+    if (offset > passFrom) out.push(chunk.subarray(passFrom, offset));
+    out.push(inserted);
+    return offset;
+  }
+
   #insideError(): boolean {
     return this.#mode === "error" || (this.#mode === "length" && this.#type === ERROR_RESPONSE);
   }
@@ -220,6 +234,11 @@ export function leadingStrings(message: Buffer, count: number): string[] {
     start = index + 1;
   }
   return strings;
+}
+
+/** Whether a statement commits the transaction it runs in: PostgreSQL answers it ROLLBACK in a failed one. */
+export function commitsTransaction(text: string): boolean {
+  return /^\s*(commit|end|prepare\s+transaction)\b/i.test(text);
 }
 
 /** Whether a statement ends the transaction it runs in (a savepoint's rollback does not). */

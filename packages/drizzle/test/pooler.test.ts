@@ -22,8 +22,11 @@ import {
   startPgbouncer,
 } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { drizzleStore, type TransactionOf } from "../src/index.js";
+import { guardedConnections } from "../src/postgres-js.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the suites run over each driver's own database type
 type AnyDb = any;
@@ -86,31 +89,38 @@ describe("node-postgres behind the pooler, before idemkit learned that names are
   });
 });
 
+/**
+ * Sixty orders on `instances` at once: every one answered as placed is in the table; every other is refused with
+ * STORE_MISCONFIGURED, whose detail (the cause, for the operator's log) says to connect with `prepare: false`.
+ */
+async function expectOnlyKeptOrdersAnswered(instances: AnyDb[], query: PooledDatabase["query"]): Promise<void> {
+  const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db }) }));
+  const placedKeys: string[] = [];
+  const refusals: string[] = [];
+  await Promise.all(
+    Array.from({ length: 60 }, async (_, index) => {
+      const key = crypto.randomUUID();
+      const engine = engines[index % 2] as (typeof engines)[number];
+      try {
+        await engine.run({ scope: "s", path: "orders.place", key, fingerprint: "fp" }, (execution) =>
+          placeOrder(execution, key),
+        );
+        placedKeys.push(key);
+      } catch (error) {
+        if (!isIdempotencyError(error) || error.code !== IdempotencyErrorCode.STORE_MISCONFIGURED) throw error;
+        refusals.push(String((error.cause as Error | undefined)?.message));
+      }
+    }),
+  );
+  const kept = new Set((await query<{ marker: string }>("select marker from notes")).map((row) => row.marker));
+  expect(placedKeys.filter((key) => !kept.has(key))).toEqual([]);
+  for (const message of refusals) expect(message).toContain("postgres(url, { prepare: false })");
+}
+
 describe("postgres.js with its defaults behind the pooler", () => {
   it("answers no order that was not kept: each is placed once and committed, or refused naming prepare: false", async () => {
     const { query, instances } = await twoInstances("postgres.js defaults");
-    const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db: db as AnyDb }) }));
-    const placedKeys: string[] = [];
-    const refusals: string[] = [];
-    await Promise.all(
-      Array.from({ length: 60 }, async (_, index) => {
-        const key = crypto.randomUUID();
-        const engine = engines[index % 2] as (typeof engines)[number];
-        try {
-          await engine.run({ scope: "s", path: "orders.place", key, fingerprint: "fp" }, (execution) =>
-            placeOrder(execution, key),
-          );
-          placedKeys.push(key);
-        } catch (error) {
-          if (!isIdempotencyError(error) || error.code !== IdempotencyErrorCode.STORE_MISCONFIGURED) throw error;
-          // The client reads that it was not run; the operator's log, and the cause, say what to change.
-          refusals.push(String((error.cause as Error | undefined)?.message));
-        }
-      }),
-    );
-    const kept = new Set((await query<{ marker: string }>("select marker from notes")).map((row) => row.marker));
-    expect(placedKeys.filter((key) => !kept.has(key))).toEqual([]);
-    for (const message of refusals) expect(message).toContain("postgres(url, { prepare: false })");
+    await expectOnlyKeptOrdersAnswered(instances, query);
   });
 
   it("runs lease mode, whose statements are not in transactions: 20 concurrent duplicates run once", async () => {
@@ -182,5 +192,52 @@ describe("idemkit's statements sent unprepared, their values written as literals
     expect(await store.get(id)).toMatchObject({ fingerprint: awkward, response: { body: JSON.stringify(awkward) } });
     // Another id differing only where escaping could fold two apart is another record.
     expect(await store.get({ ...id, key: id.key.replace("\\\\", "\\") })).toBeUndefined();
+  });
+});
+
+describe("postgres.js with its defaults through guardedConnections behind the pooler", () => {
+  it("fails a COMMIT that PostgreSQL answered ROLLBACK: every transaction reported committed is kept", async () => {
+    const database = await twoInstances("postgres.js defaults");
+    const client = postgres(bouncer.pooled(database.url), guardedConnections({ max: 5, onnotice: () => {} }));
+    try {
+      const reported: number[] = [];
+      const failures: string[] = [];
+      await Promise.all(
+        Array.from({ length: 60 }, (_, n) =>
+          client
+            .begin(async (tx) => {
+              await tx`insert into notes (marker) values (${`plain ${n}`})`;
+              await tx`select marker from notes where marker = ${`plain ${n}`}`;
+            })
+            .then(
+              () => reported.push(n),
+              (error: { code?: string }) => failures.push(String(error.code)),
+            ),
+        ),
+      );
+      const kept = new Set(
+        (await database.query<{ marker: string }>("select marker from notes")).map((row) => row.marker),
+      );
+      expect(reported.filter((n) => !kept.has(`plain ${n}`))).toEqual([]);
+      // What failed is the lost statement's own error, or the guard's for the COMMIT answered ROLLBACK.
+      expect(failures.filter((code) => code !== "26000" && code !== "25P02")).toEqual([]);
+    } finally {
+      await client.end({ timeout: 5 });
+    }
+  });
+
+  it("answers no order that was not kept, with no read of its own after the COMMIT", async () => {
+    const database = await twoInstances("postgres.js defaults");
+    const clients = [0, 1].map(() =>
+      postgres(bouncer.pooled(database.url), guardedConnections({ max: 5, onnotice: () => {} })),
+    );
+    try {
+      await expectOnlyKeptOrdersAnswered(
+        clients.map((client) => drizzle(client)),
+        database.query,
+      );
+    } finally {
+      await Promise.all(clients.map((client) => client.end({ timeout: 5 })));
+    }
   });
 });

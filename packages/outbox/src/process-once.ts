@@ -12,11 +12,12 @@
 
 import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
 import {
-  commitMayBeMisreported,
+  failsRolledBackCommits,
   isLockTimeout,
   isPreparedStatementLost,
   namedFor,
   poolerNeedsUnpreparedStatements,
+  postgresJsPrepare,
   purgeInBatches,
   qualifiedName,
   run,
@@ -83,12 +84,13 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
     throw new TypeError(`processOnce(): lockTimeoutMs must be a number of ms, 1 or more (got ${lockTimeoutMs}).`);
   }
   const { MARK, CHECK } = statementsOf(table);
-  const checkCommit = commitMayBeMisreported(db);
+  const preparedCommit = postgresJsPrepare(db) === true;
+  const checkCommit = preparedCommit && !failsRolledBackCommits(db);
   const result = await transactionOf(db, async (tx, own) => {
     const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;
     const [mark] = await run(own, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
       if (isPreparedStatementLost(cause)) {
-        if (checkCommit) throw poolerNeedsUnpreparedStatements("PostgreSQL lost a prepared statement.", cause);
+        if (preparedCommit) throw poolerNeedsUnpreparedStatements("PostgreSQL lost a prepared statement.", cause);
         // The handler has not run: the transaction is begun again.
         throw new StatementLostBeforeWork(cause);
       }

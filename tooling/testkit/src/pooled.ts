@@ -16,6 +16,8 @@ import type { RunningPgbouncer } from "./pgbouncer.js";
 export type PooledDriver = "postgres.js, prepare: false" | "postgres.js defaults" | "node-postgres";
 
 export interface PooledDatabase {
+  /** The database's direct URL: `pooler.pooled(url)` reaches it through the pooler. */
+  url: string;
   /** The two instances' databases. */
   instances: [PostgresDatabase | NodePostgresDatabase, PostgresDatabase | NodePostgresDatabase];
   /** Raw SQL over the direct URL, for setup and checks. */
@@ -35,6 +37,7 @@ export async function openPooled(
   const second =
     driver === "node-postgres" ? connectNodePostgres(first.url, options) : connectPostgres(first.url, options);
   return {
+    url: first.url,
     instances: [first.db, second.db],
     query: first.query,
     async close() {
