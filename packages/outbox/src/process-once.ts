@@ -89,11 +89,8 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
   const result = await transactionOf(db, async (tx, own) => {
     const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;
     const [mark] = await run(own, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
-      if (isPreparedStatementLost(cause)) {
-        if (preparedCommit) throw poolerNeedsUnpreparedStatements("PostgreSQL lost a prepared statement.", cause);
-        // The handler has not run: the transaction is begun again.
-        throw new StatementLostBeforeWork(cause);
-      }
+      // The handler has not run: the transaction is begun again (postgres.js with prepare on is refused below).
+      if (isPreparedStatementLost(cause) && !preparedCommit) throw new StatementLostBeforeWork(cause);
       if (!isLockTimeout(cause)) throw cause;
       throw new Error(
         `processOnce(): ${consumer} is still processing ${eventId} in another delivery after ${lockTimeoutMs} ms; ` +
@@ -107,6 +104,7 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
     // node-postgres then answer its COMMIT as a rollback without an error: one more statement makes that an error,
     // so the event is not acknowledged as processed while nothing was kept.
     await run(own, CHECK, [consumer, eventId]).catch((cause: unknown) => {
+      if (isPreparedStatementLost(cause)) throw cause;
       throw new Error(
         `processOnce(): ${consumer} could not commit ${eventId}: a statement of its handler failed (and was caught), ` +
           "so nothing was kept. Redeliver the event.",
@@ -114,6 +112,12 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
       );
     });
     return { processed: true, value } as const;
+  }).catch((error: unknown) => {
+    // postgres.js prepares its statements, COMMIT included, which a transaction pooler loses (see pooler.ts).
+    if (preparedCommit && isPreparedStatementLost(error)) {
+      throw poolerNeedsUnpreparedStatements("PostgreSQL lost a prepared statement.", error);
+    }
+    throw error;
   });
   // postgres.js with prepare on may report a COMMIT done that a transaction pooler turned into a rollback (see
   // @idemkit/drizzle's pooler.ts): the mark is read back before the event is called processed.
