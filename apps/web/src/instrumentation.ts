@@ -12,17 +12,19 @@ export async function register(): Promise<void> {
   (await import("./server/operator-metrics")).installOperatorMetrics();
   const { database } = await import("./server/database");
   const { env } = await import("./server/env");
-  database().then(
-    async ({ db, description }) => {
-      console.log(`checkout database: ${description}`);
-      // PGlite lives in this process, so its confirmations are sent from here; PostgreSQL has `npm run worker`.
-      const started = globalThis as typeof globalThis & { idemkitConfirmations?: true };
-      if (!env.databaseUrl && !started.idemkitConfirmations) {
-        started.idemkitConfirmations = true; // once per process, however often Next.js registers
-        const { confirmationRelay } = await import("./server/confirmations");
-        confirmationRelay(db, (error) => console.error("order confirmations:", error)).start();
-      }
-    },
-    (error: unknown) => console.error("checkout database not reachable yet; the API answers 503 until it is:", error),
-  );
+  database()
+    .then(
+      async ({ db, description }) => {
+        console.log(`checkout database: ${description}`);
+        // PGlite lives in this process, so its confirmations are sent from here; PostgreSQL has `npm run worker`.
+        const started = globalThis as typeof globalThis & { idemkitConfirmations?: true };
+        if (!env.databaseUrl && !started.idemkitConfirmations) {
+          started.idemkitConfirmations = true; // once per process, however often Next.js registers
+          const { confirmationRelay } = await import("./server/confirmations");
+          confirmationRelay(db, (error) => console.error("order confirmations:", error)).start();
+        }
+      },
+      (error: unknown) => console.error("checkout database not reachable yet; the API answers 503 until it is:", error),
+    )
+    .catch((error: unknown) => console.error("order confirmations could not start:", error));
 }

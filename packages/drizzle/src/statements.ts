@@ -262,7 +262,8 @@ function literal(value: unknown): string {
     return `(${String(value)})`;
   }
   if (Array.isArray(value)) return value.length === 0 ? "'{}'" : `array[${value.map(literal).join(", ")}]`;
-  return `E'${String(value).replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
+  if (typeof value !== "string") throw new TypeError(`idemkit cannot write a ${typeof value} into a statement.`);
+  return `E'${value.replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
 }
 
 /**

@@ -18,6 +18,7 @@ import {
   namedFor,
   poolerNeedsUnpreparedStatements,
   postgresJsPrepare,
+  preparedOnce,
   purgeInBatches,
   qualifiedName,
   run,
@@ -84,6 +85,7 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
     throw new TypeError(`processOnce(): lockTimeoutMs must be a number of ms, 1 or more (got ${lockTimeoutMs}).`);
   }
   const { MARK, CHECK } = statementsOf(table);
+  preparedOnce(db);
   const preparedCommit = postgresJsPrepare(db) === true;
   const checkCommit = preparedCommit && !failsRolledBackCommits(db);
   const result = await transactionOf(db, async (tx, own) => {

@@ -65,7 +65,7 @@ export async function openDatabase({
     const { drizzle } = await import("drizzle-orm/postgres-js");
     const { migrate } = await import("drizzle-orm/postgres-js/migrator");
     const { guardedConnections } = await import("@idemkit/drizzle/postgres-js");
-    const migrator = postgres(directUrl ?? url, { max: 1, onnotice: () => {}, prepare: false });
+    const migrator = postgres(directUrl ?? url, { max: 1, onnotice: () => {}, prepare: false, ...BOUNDED });
     try {
       await againWhileRacing(() => migrate(drizzle(migrator), { migrationsFolder: MIGRATIONS }));
     } finally {
@@ -112,7 +112,8 @@ const MIGRATION_ATTEMPTS = 5;
 /**
  * Migrates, again while it fails: instances that start together on an empty database race on the same `create
  * table`, in one transaction each; the losers' transactions roll back whole, and their next attempt finds the
- * migrations applied. No lock is held across statements, so it works through a transaction pooler too, where a
+ * migrations applied. That holds because each of the demo's migrations makes a table or an index: Drizzle reads
+ * what was applied before its transaction, so two instances would both apply a migration that only changes data. No lock is held across statements, so it works through a transaction pooler too, where a
  * session's advisory lock would stay behind on a server connection another client then gets.
  */
 async function againWhileRacing(migrate: () => Promise<void>): Promise<void> {
