@@ -4,25 +4,44 @@
  * and the pooler hands the next transaction to a server connection that never saw them. PostgreSQL refuses the
  * COMMIT as a missing statement, which aborts the transaction; postgres.js sends it again, and PostgreSQL answers
  * a COMMIT in an aborted transaction with ROLLBACK, which postgres.js reports as success. Measured on PgBouncer
- * 1.18: 8 and 9 of 60 plain transactions on postgres.js 3.4.9, in two runs, reported committed and not there.
+ * 1.18: 8 and 9 of 60 plain transactions on postgres.js 3.4.9, in two runs, reported committed and not there; and
+ * its pool wedges there (52 to 65 of 80 plain statements on two pools unanswered after 10 s).
+ *
+ * So such a database is refused (STORE_MISCONFIGURED naming `prepare: false`) from idemkit's first call on it: a
+ * probe asks the pooler before anything runs (see `losesPreparedStatements`), and any later sign (a statement
+ * PostgreSQL says is missing, a COMMIT reported done that kept nothing) refuses every call after it, in every mode.
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
+import { isPreparedStatementLost } from "./driver-errors.js";
 
 /** What `guardedConnections` marks its socket factory with: its sockets fail a COMMIT answered ROLLBACK. */
 export const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
 
-/** The postgres.js options of `db`'s client, or undefined on another driver. */
-function postgresJsOptions(db: object): { prepare?: unknown; socket?: unknown } | undefined {
+/** A connection of a postgres.js pool held for the probe alone (`sql.reserve()`, postgres.js 3.4 and 4). */
+interface ReservedConnection {
+  unsafe(text: string, args?: unknown[], options?: { prepare?: boolean; simple?: boolean }): PromiseLike<unknown[]>;
+  release(): void;
+}
+
+/** A postgres.js client (`sql`), as far as idemkit reads it. */
+interface PostgresJsClient {
+  begin: unknown;
+  options: { prepare?: unknown; socket?: unknown; max?: unknown };
+  reserve?(): PromiseLike<ReservedConnection>;
+}
+
+/** The postgres.js client of `db`, or undefined on another driver. */
+function postgresJsClient(db: object): PostgresJsClient | undefined {
   const withPrimary = db as { $primary?: object; $client?: unknown };
   const client = ((withPrimary.$primary as { $client?: unknown } | undefined)?.$client ?? withPrimary.$client) as
-    | { begin?: unknown; options?: { prepare?: unknown; socket?: unknown } }
+    | Partial<PostgresJsClient>
     | undefined;
-  return typeof client?.begin === "function" ? client.options : undefined;
+  return typeof client?.begin === "function" && client.options ? (client as PostgresJsClient) : undefined;
 }
 
 /** postgres.js's `prepare` option on `db` (true, its default, or false), or undefined on another driver. */
 export function postgresJsPrepare(db: object): boolean | undefined {
-  const prepare = postgresJsOptions(db)?.prepare;
+  const prepare = postgresJsClient(db)?.options.prepare;
   return typeof prepare === "boolean" ? prepare : undefined;
 }
 
@@ -31,7 +50,7 @@ export function postgresJsPrepare(db: object): boolean | undefined {
  * sockets fail it; else it may be reported done (postgres.js with `prepare` on, behind a pooler).
  */
 export function failsRolledBackCommits(db: object): boolean {
-  const socket = postgresJsOptions(db)?.socket as { [FAILS_ROLLED_BACK_COMMITS]?: true } | undefined;
+  const socket = postgresJsClient(db)?.options.socket as { [FAILS_ROLLED_BACK_COMMITS]?: true } | undefined;
   return socket?.[FAILS_ROLLED_BACK_COMMITS] === true;
 }
 
@@ -45,4 +64,148 @@ export function poolerNeedsUnpreparedStatements(detail: string, cause?: unknown)
       "postgres(url, { prepare: false }), or through the database's direct URL.",
     { cause },
   );
+}
+
+/** What is known of one postgres.js client with `prepare` on. */
+interface Verdict {
+  /** Set once a pooler was seen losing its statements: every call of idemkit's on the client is refused. */
+  refusal?: IdempotencyError;
+  /** The probe under way, or done; unset again when it failed, to be asked on the next call. */
+  probe?: Promise<void> | undefined;
+  /** No call waits for the probe any more: it answered, or outlasted `PROBE_WAIT_MS` once. */
+  settled?: boolean;
+}
+
+const verdicts = new WeakMap<object, Verdict>();
+
+/**
+ * How long a call waits for the probe, and the probe for its second connection (a pool busy with the app's own work,
+ * or a transaction of the app's that waits on this call while holding the other connection). Past it the call goes
+ * on, and the probe's answer, when it comes, still refuses the calls after it.
+ */
+const PROBE_WAIT_MS = 2_000;
+
+function verdictOf(client: PostgresJsClient): Verdict {
+  let verdict = verdicts.get(client);
+  if (!verdict) {
+    verdict = {};
+    verdicts.set(client, verdict);
+  }
+  return verdict;
+}
+
+/**
+ * Throws STORE_MISCONFIGURED when `db` is postgres.js with `prepare` on behind a pooler that loses prepared
+ * statements: asked once per client, at idemkit's first call on it, before anything of that call runs. Every other
+ * database passes at once.
+ */
+export async function refuseBehindPooler(db: object): Promise<void> {
+  const client = postgresJsClient(db);
+  if (client?.options.prepare !== true) return;
+  const verdict = verdictOf(client);
+  if (!verdict.refusal && !verdict.settled) {
+    verdict.probe ??= losesPreparedStatements(client).then(
+      (lost) => {
+        verdict.settled = true;
+        if (lost) {
+          verdict.refusal ??= poolerNeedsUnpreparedStatements(
+            "A statement that postgres.js prepared was missing on the pooler's next server connection.",
+          );
+        }
+      },
+      () => {
+        // The database did not answer it (down, or not there yet): the next call asks again.
+        verdict.probe = undefined;
+        verdict.settled = false;
+      },
+    );
+    if (!(await settlesWithin(verdict.probe, PROBE_WAIT_MS))) verdict.settled = true;
+  }
+  if (verdict.refusal) throw verdict.refusal;
+}
+
+/**
+ * The refusal for `db` once a pooler lost one of its statements under idemkit (`detail` says how), kept for every
+ * call after it on the same client, in every mode.
+ */
+export function refusedBehindPooler(db: object, detail: string, cause?: unknown): IdempotencyError {
+  const refusal = poolerNeedsUnpreparedStatements(detail, cause);
+  const client = postgresJsClient(db);
+  if (!client) return refusal;
+  const verdict = verdictOf(client);
+  verdict.refusal ??= refusal;
+  return verdict.refusal;
+}
+
+/** How many times the probe tries to have its connection moved to another server connection. */
+const PROBE_ROUNDS = 3;
+
+/**
+ * Whether a transaction pooler between `client` and PostgreSQL loses the statements postgres.js prepares. On two
+ * connections of the client's pool: the first prepares a statement (its text new, so only that server connection
+ * has it); the second begins a transaction, which a pooler gives the server connection just freed; the first then
+ * runs its statement in a transaction, which a pooler must give another server connection. There PostgreSQL says
+ * the statement is missing (a pooler that loses them: PgBouncer before 1.21 or without `max_prepared_statements`,
+ * Supavisor), or runs it (one that prepares them again: PgBouncer 1.21+ as Neon sets it up). A direct connection,
+ * or a session pooler, runs every statement of a connection on one backend, so it is never refused; a pooler that
+ * kept the first connection on its server for every round is not either (the signs after refuse it then).
+ */
+async function losesPreparedStatements(client: PostgresJsClient): Promise<boolean> {
+  // One connection cannot be moved off its server by the probe, and a serverless function's pool is one.
+  if (typeof client.reserve !== "function" || !(Number(client.options.max) >= 2)) return false;
+  const first = await client.reserve();
+  try {
+    const pending = client.reserve();
+    const reserved = await settlesWithin(pending, PROBE_WAIT_MS);
+    if (!reserved) {
+      Promise.resolve(pending).then(
+        (late) => late.release(),
+        () => {},
+      );
+      return false;
+    }
+    const second = reserved.value;
+    try {
+      for (let round = 0; round < PROBE_ROUNDS; round++) {
+        const probe = `select pg_backend_pid() as pid /* idemkit: pooler probe ${crypto.randomUUID()} */`;
+        const prepared = { prepare: true, simple: false };
+        const [where] = (await first.unsafe(probe, [], prepared)) as { pid: number }[];
+        await second.unsafe("begin");
+        // The first is sent before the second lets its server connection go, so that a pooler that has another
+        // free one gives it that; one that has none gives it the freed one (nothing learned, no deadlock).
+        const began = first.unsafe("begin");
+        await settlesWithin(began, 50);
+        await second.unsafe("rollback");
+        await began;
+        try {
+          const [ran] = (await first.unsafe(probe, [], prepared)) as { pid: number }[];
+          if (String(ran?.pid) !== String(where?.pid)) return false;
+        } catch (error) {
+          if (isPreparedStatementLost(error)) return true;
+          throw error;
+        } finally {
+          await first.unsafe("rollback");
+        }
+      }
+      return false;
+    } finally {
+      second.release();
+    }
+  } finally {
+    first.release();
+  }
+}
+
+/** `promise`'s value if it settles within `ms` (its rejection, thrown), else undefined: it goes on meanwhile. */
+async function settlesWithin<T>(promise: PromiseLike<T>, ms: number): Promise<{ value: T } | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const elapsed = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+    (timer as { unref?: () => void }).unref?.();
+  });
+  try {
+    return await Promise.race([Promise.resolve(promise).then((value) => ({ value })), elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -35,7 +35,7 @@ import { IdempotencyError, IdempotencyErrorCode, ProcedureTransactionError, repl
 import { DEFAULT_WAIT_MS } from "@idemkit/core/internal";
 import { bypassGuard } from "./bypass-guard.js";
 import { againIfConnectionLost, isLockTimeout, isPreparedStatementLost, isProcedureFailure } from "./driver-errors.js";
-import { failsRolledBackCommits, poolerNeedsUnpreparedStatements, postgresJsPrepare } from "./pooler.js";
+import { failsRolledBackCommits, postgresJsPrepare, refuseBehindPooler, refusedBehindPooler } from "./pooler.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
 import {
@@ -102,8 +102,6 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   // ROLLBACK would be reported done, the record is read back once the transaction is over.
   const preparedCommits = postgresJsPrepare(db) === true;
   const checkCommits = preparedCommits && !failsRolledBackCommits(db);
-  /** Set once a pooler showed itself under a driver that cannot be trusted there: every atomic call is refused. */
-  let refusal: IdempotencyError | undefined;
 
   /**
    * Claims `request` through `executor`: the database itself (lease mode), or an atomic transaction (`inTransaction`),
@@ -165,6 +163,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     database: db,
     waitMs,
     async peek(id) {
+      await refuseBehindPooler(db);
       const [row] = await againIfConnectionLost(() => run(db, statements.PEEK, keyOf(id)));
       return { running: row?.running === true, record: row?.state != null ? toRecord(row) : undefined };
     },
@@ -172,7 +171,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   };
 
   async function atomicTransaction<T>(work: (session: AtomicSession<TransactionOf<TDb>>) => Promise<T>): Promise<T> {
-    if (refusal) throw refusal;
+    await refuseBehindPooler(db);
     // The completing update is sent without waiting for its answer, so that drizzle's COMMIT follows it in
     // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
     // COMMIT into a rollback of everything, which is then reported instead of the result.
@@ -188,8 +187,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       return result;
     } catch (error) {
       if (preparedCommits && isPreparedStatementLost(error)) {
-        refusal = poolerNeedsUnpreparedStatements("PostgreSQL lost a prepared statement.", error);
-        throw refusal;
+        throw refusedBehindPooler(db, "PostgreSQL lost a prepared statement.", error);
       }
       if (!finished || !completing || !claimed || !(await isProcedureFailure(error, completing.done))) throw error;
       // The procedure caught a failed statement of its own and went on, and the driver would not commit. Its
@@ -262,8 +260,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   async function provenCommitted(request: ClaimRequest & { fence: number }): Promise<void> {
     const kept = await againIfConnectionLost(() => run(db, statements.KEPT, [...keyOf(request.id), request.fence]));
     if (kept.length === 1) return;
-    refusal = poolerNeedsUnpreparedStatements("A transaction's COMMIT was reported done, and nothing of it was kept.");
-    throw refusal;
+    throw refusedBehindPooler(db, "A transaction's COMMIT was reported done, and nothing of it was kept.");
   }
 
   /**
@@ -295,7 +292,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   // until its lease ends, as when no claim is sent again).
   return {
     atomic,
-    claim: (request) => againIfConnectionLost(() => claimWith(db, request)),
+    async claim(request) {
+      await refuseBehindPooler(db);
+      return againIfConnectionLost(() => claimWith(db, request));
+    },
     complete: (id, fence, response, expiresAt) =>
       againIfConnectionLost(() => completeWith(db, id, fence, response, expiresAt)),
     release: (id, fence) =>
@@ -304,7 +304,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       againIfConnectionLost(
         async () => (await run(db, statements.RENEW, [...keyOf(id), fence, leaseExpiresAt])).length === 1,
       ),
-    get: (id) => againIfConnectionLost(() => getWith(db, id)),
+    async get(id) {
+      await refuseBehindPooler(db);
+      return againIfConnectionLost(() => getWith(db, id));
+    },
     purgeExpired: ({ now, batchSize = 1_000 }) => purgeInBatches(db, statements.PURGE, now, batchSize),
   };
 }

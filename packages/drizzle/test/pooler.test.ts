@@ -118,13 +118,36 @@ async function expectOnlyKeptOrdersAnswered(instances: AnyDb[], query: PooledDat
 }
 
 describe("postgres.js with its defaults behind the pooler", () => {
-  it("answers no order that was not kept: each is placed once and committed, or refused naming prepare: false", async () => {
+  it("is refused from the first call, naming prepare: false, before anything runs: 60 orders, none placed", async () => {
     const { query, instances } = await twoInstances("postgres.js defaults");
-    await expectOnlyKeptOrdersAnswered(instances, query);
+    const engines = instances.map((db) => createIdempotencyEngine({ store: drizzleStore({ db: db as AnyDb }) }));
+    let runs = 0;
+    const outcomes = await Promise.all(
+      Array.from({ length: 60 }, (_, index) =>
+        (engines[index % 2] as (typeof engines)[number])
+          .run({ scope: "s", path: "orders.place", key: crypto.randomUUID(), fingerprint: "fp" }, (execution) => {
+            runs++;
+            return placeOrder(execution, "placed");
+          })
+          .then(
+            () => "answered",
+            // What the operator's log gets: the refusal the engine answered with carries it as its cause.
+            (error: unknown) =>
+              isIdempotencyError(error)
+                ? `${error.code}: ${(error.cause as Error | undefined)?.message}`
+                : String(error),
+          ),
+      ),
+    );
+    expect(runs).toBe(0);
+    expect(await query("select marker from notes")).toEqual([]);
+    for (const outcome of outcomes) {
+      expect(outcome).toMatch(/^STORE_MISCONFIGURED: .*postgres\(url, \{ prepare: false \}\)/);
+    }
   });
 
-  it("runs lease mode, whose statements are not in transactions: 20 concurrent duplicates run once", async () => {
-    const { query, instances } = await twoInstances("postgres.js defaults");
+  it("is refused in lease mode too, whose statements postgres.js sends again by itself: the work never runs", async () => {
+    const { instances } = await twoInstances("postgres.js defaults");
     const engines = instances.map((db) =>
       createIdempotencyEngine({ store: drizzleStore({ db: db as AnyDb }), mode: "lease" }),
     );
@@ -135,8 +158,6 @@ describe("postgres.js with its defaults behind the pooler", () => {
         (engines[index % 2] as (typeof engines)[number])
           .run({ scope: "s", path: "orders.place", key, fingerprint: "fp" }, async () => {
             runs++;
-            await query("insert into notes (marker) values ($1)", [key]);
-            await new Promise((resolve) => setTimeout(resolve, 100));
             return { value: key, response: answer };
           })
           .then(
@@ -145,8 +166,15 @@ describe("postgres.js with its defaults behind the pooler", () => {
           ),
       ),
     );
-    expect(runs).toBe(1);
-    expect(outcomes.filter((outcome) => outcome !== "answered" && outcome !== "IN_PROGRESS")).toEqual([]);
+    expect(runs).toBe(0);
+    expect(new Set(outcomes)).toEqual(new Set([IdempotencyErrorCode.STORE_MISCONFIGURED]));
+  });
+
+  it("on a pool of one, which the first call cannot tell from a direct connection, answers no order that was not kept", async () => {
+    const database = await openPooled(inject("postgresUrl"), bouncer, "postgres.js defaults", { max: 1 });
+    opened.push(database);
+    await database.query("create table notes (marker text not null)");
+    await expectOnlyKeptOrdersAnswered(database.instances, database.query);
   });
 });
 
@@ -226,10 +254,10 @@ describe("postgres.js with its defaults through guardedConnections behind the po
     }
   });
 
-  it("answers no order that was not kept, with no read of its own after the COMMIT", async () => {
+  it("answers no order that was not kept on pools of one, with no read of its own after the COMMIT", async () => {
     const database = await twoInstances("postgres.js defaults");
     const clients = [0, 1].map(() =>
-      postgres(bouncer.pooled(database.url), guardedConnections({ max: 5, onnotice: () => {} })),
+      postgres(bouncer.pooled(database.url), guardedConnections({ max: 1, onnotice: () => {} })),
     );
     try {
       await expectOnlyKeptOrdersAnswered(

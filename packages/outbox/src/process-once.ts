@@ -16,11 +16,12 @@ import {
   isLockTimeout,
   isPreparedStatementLost,
   namedFor,
-  poolerNeedsUnpreparedStatements,
   postgresJsPrepare,
   preparedOnce,
   purgeInBatches,
   qualifiedName,
+  refuseBehindPooler,
+  refusedBehindPooler,
   run,
   StatementLostBeforeWork,
   transactionOf,
@@ -88,6 +89,7 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
   preparedOnce(db);
   const preparedCommit = postgresJsPrepare(db) === true;
   const checkCommit = preparedCommit && !failsRolledBackCommits(db);
+  await refuseBehindPooler(db);
   const result = await transactionOf(db, async (tx, own) => {
     const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;
     const [mark] = await run(own, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
@@ -117,14 +119,15 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
   }).catch((error: unknown) => {
     // postgres.js prepares its statements, COMMIT included, which a transaction pooler loses (see pooler.ts).
     if (preparedCommit && isPreparedStatementLost(error)) {
-      throw poolerNeedsUnpreparedStatements("PostgreSQL lost a prepared statement.", error);
+      throw refusedBehindPooler(db, "PostgreSQL lost a prepared statement.", error);
     }
     throw error;
   });
   // postgres.js with prepare on may report a COMMIT done that a transaction pooler turned into a rollback (see
   // @idemkit/drizzle's pooler.ts): the mark is read back before the event is called processed.
   if (result.processed && checkCommit && (await run(db, CHECK, [consumer, eventId])).length === 0) {
-    throw poolerNeedsUnpreparedStatements(
+    throw refusedBehindPooler(
+      db,
       `processOnce(): ${consumer}'s COMMIT of ${eventId} was reported done, and nothing of it was kept; redeliver it.`,
     );
   }

@@ -7,7 +7,14 @@
  */
 
 import type { AnyPgDatabase } from "@idemkit/drizzle";
-import { preparedOnce, purgeInBatches, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
+import {
+  preparedOnce,
+  purgeInBatches,
+  qualifiedName,
+  type Row,
+  refuseBehindPooler,
+  run,
+} from "@idemkit/drizzle/internal";
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
 import { type OutboxEventsTable, outboxEvents, type PurgeOptions } from "./outbox-schema.js";
 import { type OutboxTelemetryOptions, outboxTelemetryOf } from "./telemetry.js";
@@ -175,6 +182,7 @@ export function createRelay({
    */
   async function relayBatch(): Promise<RelayBatch> {
     const batch: RelayBatch = { published: 0, failed: 0, dead: 0 };
+    await refuseBehindPooler(db);
     for (const row of await run(db, statements.EXHAUSTED, [databaseNow(), maxAttempts])) {
       batch.dead++;
       report({ type: "dead", event: toPublishedEvent(row, false), error: new Error(String(row.last_error)) });

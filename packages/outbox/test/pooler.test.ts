@@ -31,8 +31,8 @@ afterAll(async () => {
   await bouncer?.stop();
 });
 
-async function twoInstances(driver: PooledDriver): Promise<PooledDatabase> {
-  const database = await openPooled(inject("postgresUrl"), bouncer, driver);
+async function twoInstances(driver: PooledDriver, { max = 5 } = {}): Promise<PooledDatabase> {
+  const database = await openPooled(inject("postgresUrl"), bouncer, driver, { max });
   opened.push(database);
   await database.query("create table notes (marker text not null)");
   return database;
@@ -106,8 +106,36 @@ describe.each([["node-postgres"], ["postgres.js, prepare: false"]] as const)(
 );
 
 describe("the outbox through PgBouncer on postgres.js with its defaults", () => {
-  it("calls an event processed only when its mark was kept; otherwise it is refused naming prepare: false", async () => {
+  it("refuses processOnce and the relay from their first call, naming prepare: false: no handler runs, nothing is published", async () => {
     const { instances, query } = await twoInstances("postgres.js defaults");
+    await query(
+      "insert into outbox_events (topic, key, payload) select 'orders', 'order ' || n, '{}' from generate_series(1, 4) n",
+    );
+    let handled = 0;
+    const refusals = await Promise.all(
+      Array.from({ length: 10 }, (_, index) =>
+        processOnce(
+          { db: instances[index % 2] as AnyDb, consumer: "confirmations", eventId: globalThis.crypto.randomUUID() },
+          async () => {
+            handled++;
+          },
+        ).then(
+          () => "processed",
+          (error: unknown) => (isIdempotencyError(error) ? `${error.code}: ${error.message}` : String(error)),
+        ),
+      ),
+    );
+    expect(handled).toBe(0);
+    for (const refusal of refusals) expect(refusal).toMatch(/^STORE_MISCONFIGURED: .*\{ prepare: false \}/);
+    const published: string[] = [];
+    const relay = createRelay({ db: instances[0] as AnyDb, publish: (event) => void published.push(event.key) });
+    await expect(relay.runOnce()).rejects.toMatchObject({ code: IdempotencyErrorCode.STORE_MISCONFIGURED });
+    expect(published).toEqual([]);
+    expect(await query("select key from outbox_events where published_at is not null")).toEqual([]);
+  });
+
+  it("on pools of one, which the first call cannot tell from a direct connection, calls an event processed only when its mark was kept", async () => {
+    const { instances, query } = await twoInstances("postgres.js defaults", { max: 1 });
     const eventIds = Array.from({ length: 20 }, () => globalThis.crypto.randomUUID());
     const said: string[] = [];
     const refusals: string[] = [];
