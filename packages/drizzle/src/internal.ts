@@ -13,7 +13,7 @@ export type { Executor, Row, Statement } from "./statements.js";
 export {
   command,
   dispatch,
-  namedFor,
+  named,
   preparedOnce,
   purgeInBatches,
   qualifiedName,

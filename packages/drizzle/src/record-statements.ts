@@ -5,7 +5,7 @@
 import type { ClaimRequest, RecordId, StoredRecord } from "@idemkit/core";
 import { RecordState } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
-import { namedFor, type Row } from "./statements.js";
+import { named, type Row } from "./statements.js";
 
 /** A record's columns as statements read them, times as epoch milliseconds: each name, and what it is read as. */
 const RECORD_FIELDS = {
@@ -48,8 +48,7 @@ function boundedBy(setting: string, ms: string): string {
 
 /**
  * The store's statements over `table` (the qualified, quoted name). Their texts are fixed per table, so each is
- * prepared once per connection under its name; a table other than the default adds a short hash of its name, so
- * two stores on one connection never share a statement name.
+ * prepared once per connection under its name, which carries a hash of its text (see `named`).
  */
 export function statementsFor(table: string) {
   const lock = keyLock(table);
@@ -176,7 +175,7 @@ export function statementsFor(table: string) {
       columns: ["deleted"],
     },
   };
-  return namedFor(statements, table, "idempotency_keys");
+  return named(statements);
 }
 
 /**

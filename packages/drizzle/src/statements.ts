@@ -82,12 +82,16 @@ export function qualifiedName(table: PgTable): string {
 }
 
 /**
- * Names `statements` for `table` (qualified and quoted): as written on `defaultTable`, and with a short hash of the
- * table's name on any other, so that two tables' statements on one connection never share a prepared name.
+ * Names each of `statements` by what it is and a short hash of its whole text, the table's name included. Two
+ * tables' statements on one connection never share a name, and neither do two versions of idemkit's: behind a
+ * transaction pooler, a server connection may hold a statement another process prepared, and during a rolling
+ * deploy that process may run an older text under the same name (PostgreSQL would bind the new values to the old
+ * text: 08P01, read as a lost connection).
  */
-export function namedFor<T extends Record<string, Statement>>(statements: T, table: string, defaultTable: string): T {
-  const suffix = table === `"${defaultTable}"` ? "" : `_${sha256Hex(table).slice(0, 8)}`;
-  for (const statement of Object.values(statements)) statement.name += suffix;
+export function named<T extends Record<string, Statement>>(statements: T): T {
+  for (const statement of Object.values(statements)) {
+    statement.name += `_${sha256Hex(JSON.stringify([statement.steps ?? {}, statement.text])).slice(0, 8)}`;
+  }
   return statements;
 }
 

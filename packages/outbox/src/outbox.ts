@@ -12,7 +12,7 @@
  *                                          retryDeadEvents(), by hand ◀──────────────────────────────── dead
  */
 
-import { namedFor, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
+import { named, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
 import { type OutboxEventsTable, outboxEvents } from "./outbox-schema.js";
 
 /** What an event is enqueued with. */
@@ -294,7 +294,7 @@ export function outboxStatements(table: string) {
       columns: ["deleted"],
     },
   };
-  return namedFor(statements, table, "outbox_events");
+  return named(statements);
 }
 
 /** A claimed row as the relay hands it on; its payload parsed unless `withPayload` is false. */

@@ -15,7 +15,7 @@ import {
   failsRolledBackCommits,
   isLockTimeout,
   isPreparedStatementLost,
-  namedFor,
+  named,
   postgresJsPrepare,
   preparedOnce,
   purgeInBatches,
@@ -156,47 +156,42 @@ function statementsOf(table: ProcessedEventsTable): ReturnType<typeof processedS
 }
 
 function processedStatements(table: string) {
-  return namedFor(
-    {
-      /**
-       * $1 consumer, $2 event id, $3 now (null: the database's), $4 how long to wait on a delivery in progress (its
-       * lock_timeout, for this statement only). One row back, `first` true when this is the first time.
-       */
-      MARK: {
-        name: "idemkit_processed_mark",
-        steps: {
-          previous:
-            "select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $4::text, true)",
-          marked: `insert into ${table} (consumer, event_id, processed_at)
+  return named({
+    /**
+     * $1 consumer, $2 event id, $3 now (null: the database's), $4 how long to wait on a delivery in progress (its
+     * lock_timeout, for this statement only). One row back, `first` true when this is the first time.
+     */
+    MARK: {
+      name: "idemkit_processed_mark",
+      steps: {
+        previous: "select current_setting('lock_timeout') as lock_timeout, set_config('lock_timeout', $4::text, true)",
+        marked: `insert into ${table} (consumer, event_id, processed_at)
             select $1::text, $2::text, coalesce(to_timestamp($3::float8 / 1000), statement_timestamp()) from previous
             on conflict do nothing returning 1`,
-        },
-        text: `select exists (select 1 from marked) as first,
+      },
+      text: `select exists (select 1 from marked) as first,
           set_config('lock_timeout', previous.lock_timeout, true) as restored
         from previous`,
-        columns: ["first", "restored"],
-      },
-      /** $1 consumer, $2 event id: fails when the transaction was aborted. */
-      CHECK: {
-        name: "idemkit_processed_check",
-        text: `select 1 as found from ${table} where consumer = $1::text and event_id = $2::text`,
-        columns: ["found"],
-      },
-      /** $1 before (ms), $2 batch size. */
-      PURGE: {
-        name: "idemkit_processed_purge",
-        steps: {
-          doomed: `select consumer, event_id from ${table}
+      columns: ["first", "restored"],
+    },
+    /** $1 consumer, $2 event id: fails when the transaction was aborted. */
+    CHECK: {
+      name: "idemkit_processed_check",
+      text: `select 1 as found from ${table} where consumer = $1::text and event_id = $2::text`,
+      columns: ["found"],
+    },
+    /** $1 before (ms), $2 batch size. */
+    PURGE: {
+      name: "idemkit_processed_purge",
+      steps: {
+        doomed: `select consumer, event_id from ${table}
             where processed_at < to_timestamp($1::float8 / 1000) limit $2::int`,
-          deleted: `delete from ${table} as t using doomed
+        deleted: `delete from ${table} as t using doomed
             where t.consumer = doomed.consumer and t.event_id = doomed.event_id
             returning 1`,
-        },
-        text: "select count(*)::int as deleted from deleted",
-        columns: ["deleted"],
       },
+      text: "select count(*)::int as deleted from deleted",
+      columns: ["deleted"],
     },
-    table,
-    "processed_events",
-  );
+  });
 }
