@@ -1,6 +1,6 @@
 /**
- * What idemkit's own packages share and apps should not import: canonical JSON, the one classification of answers
- * and the client's retry maths. Names and signatures here may change in any release; the engine, fingerprints and
+ * What idemkit's own packages share and apps should not import: canonical JSON, what is plain JSON, the one
+ * classification of answers and the client's retry maths. Names and signatures here may change in any release; the engine, fingerprints and
  * key parsing are public, in `@idemkit/core`.
  */
 
@@ -39,6 +39,7 @@ export type { OnceLog } from "./operator-detail.js";
 export { onceLog } from "./operator-detail.js";
 export type { AnswerSeen, LookupOptions, RecordOutcome } from "./outcome.js";
 export { isRetryableAnswer, isStoredStatus, lookUpOutcome } from "./outcome.js";
+export { MAX_PLAIN_JSON_DEPTH, type NotPlainJson, notPlainJson, type PlainJsonOptions } from "./plain-json.js";
 export type { RetryState } from "./retry.js";
 export {
   abortableDelay,

@@ -39,7 +39,14 @@ import {
   parseIdempotencyKey,
   type Settlement,
 } from "@idemkit/core";
-import { checkedScope, idempotencyContextOf, lookUpOutcome, type OnceLog, onceLog } from "@idemkit/core/internal";
+import {
+  checkedScope,
+  idempotencyContextOf,
+  lookUpOutcome,
+  notPlainJson,
+  type OnceLog,
+  onceLog,
+} from "@idemkit/core/internal";
 import { isControlFlow, replayControlFlow, type StoredControlFlow, storedControlFlow } from "./control-flow.js";
 import {
   type ActionRefusal,
@@ -98,33 +105,17 @@ type Ending<TResult> = { value: TResult } | { thrown: unknown };
  */
 const JSON_TRANSFORMER: ActionTransformer = {
   serialize(value) {
-    if (value !== undefined && !isPlainJson(value, new Set())) {
+    const found = value === undefined ? undefined : notPlainJson(value);
+    if (found) {
       throw new TypeError(
-        "idempotentAction(): the action's value is not plain JSON, so its replay would differ; return plain data, " +
-          "or pass a transformer (superjson's serialize and deserialize).",
+        `idempotentAction(): the action's value is not plain JSON (${found.path} is ${found.what}), so its replay ` +
+          "would differ; return plain data, or pass a transformer (superjson's serialize and deserialize).",
       );
     }
     return value;
   },
   deserialize: (value) => value,
 };
-
-function isPlainJson(value: unknown, within: Set<object>): boolean {
-  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
-  if (typeof value === "number") return Number.isFinite(value);
-  if (typeof value !== "object" || within.has(value)) return false;
-  within.add(value);
-  try {
-    if (Array.isArray(value)) {
-      return value.length === Object.keys(value).length && value.every((item) => isPlainJson(item, within));
-    }
-    const prototype = Object.getPrototypeOf(value);
-    if (prototype !== Object.prototype && prototype !== null) return false;
-    return Object.values(value).every((item) => item === undefined || isPlainJson(item, within));
-  } finally {
-    within.delete(value);
-  }
-}
 
 /**
  * Protects a Server Action: each submission needs the form's key field (render `IdempotencyKeyField` in the form),

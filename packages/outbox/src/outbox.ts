@@ -12,6 +12,7 @@
  *                                          retryDeadEvents(), by hand ◀──────────────────────────────── dead
  */
 
+import { notPlainJson } from "@idemkit/core/internal";
 import { named, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
 import { type OutboxEventsTable, outboxEvents } from "./outbox-schema.js";
 
@@ -115,9 +116,6 @@ export function createOutbox({ table = outboxEvents, now }: OutboxOptions = {}) 
 
 export type Outbox = ReturnType<typeof createOutbox>;
 
-/** Deeper than any event needs, and shallow enough that checking it never overflows the stack. */
-const MAX_PAYLOAD_DEPTH = 100;
-
 /**
  * Thrown by `enqueue` for a key that an event of another topic already has. A key names one event, whatever its
  * topic: consumers de-duplicate by it, so the two events cannot share it, and dropping either would lose it.
@@ -146,42 +144,13 @@ export class OutboxPayloadError extends TypeError {
  * symbols, NaN and infinities, Maps and Sets, class instances) as well as what it throws on (bigints, cycles).
  */
 function serializePayload(topic: string, payload: unknown): string {
-  function refuse(path: string, what: string): never {
+  const found = notPlainJson(payload, { name: "payload", undefinedMembers: false, dates: true });
+  if (found) {
     throw new OutboxPayloadError(
-      `The ${topic} event's payload cannot be stored as JSON: ${path} is ${what}. Convert it to plain JSON ` +
-        "(strings, finite numbers, booleans, null, arrays, plain objects) before enqueueing.",
+      `The ${topic} event's payload cannot be stored as JSON: ${found.path} is ${found.what}. Convert it to plain ` +
+        "JSON (strings, finite numbers, booleans, null, arrays, plain objects) before enqueueing.",
     );
   }
-  const seen = new Set<object>();
-  const check = (value: unknown, path: string, depth: number): void => {
-    if (value === null || typeof value === "string" || typeof value === "boolean") return;
-    if (typeof value === "number") {
-      if (!Number.isFinite(value)) refuse(path, String(value));
-      return;
-    }
-    if (value === undefined) refuse(path, "undefined");
-    if (typeof value !== "object") refuse(path, `a ${typeof value}`);
-    if (value instanceof Date) {
-      if (Number.isNaN(value.getTime())) refuse(path, "an invalid date");
-      return;
-    }
-    if (depth > MAX_PAYLOAD_DEPTH) refuse(path, `nested more than ${MAX_PAYLOAD_DEPTH} levels deep`);
-    if (seen.has(value)) refuse(path, "a reference back to an enclosing value (a cycle)");
-    if (Object.getOwnPropertySymbols(value).length > 0) refuse(path, "an object with symbol keys");
-    seen.add(value);
-    if (Array.isArray(value)) {
-      if (Object.keys(value).length !== value.length) refuse(path, "an array with holes or named properties");
-      for (const [i, item] of value.entries()) check(item, `${path}[${i}]`, depth + 1);
-    } else {
-      const prototype = Object.getPrototypeOf(value);
-      if (prototype !== Object.prototype && prototype !== null) {
-        refuse(path, `a ${value.constructor?.name ?? "class"} instance`);
-      }
-      for (const [name, item] of Object.entries(value)) check(item, `${path}.${name}`, depth + 1);
-    }
-    seen.delete(value);
-  };
-  check(payload, "payload", 0);
   return JSON.stringify(payload);
 }
 

@@ -4,6 +4,7 @@
  * Without a transformer only plain JSON can be stored; anything else is refused loudly rather than replayed as
  * something else.
  */
+import { notPlainJson } from "@idemkit/core/internal";
 import type { TRPC_ERROR_CODE_KEY, TRPCCombinedDataTransformer, TRPCDataTransformer } from "@trpc/server";
 
 /** How the middleware stores results: the router's transformer, or either half of a combined one. */
@@ -25,30 +26,14 @@ export function outputTransformer(transformer: IdempotencyTransformer | undefine
 /** Without a transformer, only values that survive JSON unchanged can be stored: anything else is refused. */
 const plainJson: TRPCDataTransformer = {
   serialize(value: unknown) {
-    assertPlainJson(value, "result");
+    const found = value === undefined ? undefined : notPlainJson(value, { name: "result" });
+    if (found) {
+      throw new TypeError(
+        `idempotency(): ${found.path} is not plain JSON (${found.what}) and would not replay as it was. Pass your ` +
+          "router's transformer (e.g. superjson) as the `transformer` option.",
+      );
+    }
     return value;
   },
   deserialize: (value: unknown) => value,
 };
-
-function assertPlainJson(value: unknown, where: string): void {
-  if (value === null || typeof value === "string" || typeof value === "boolean") return;
-  if (typeof value === "number" && Number.isFinite(value)) return;
-  if (Array.isArray(value)) {
-    value.forEach((item, index) => {
-      assertPlainJson(item, `${where}[${index}]`);
-    });
-    return;
-  }
-  if (typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
-    for (const [name, member] of Object.entries(value)) {
-      if (member !== undefined) assertPlainJson(member, `${where}.${name}`);
-    }
-    return;
-  }
-  if (value === undefined && where === "result") return;
-  throw new TypeError(
-    `idempotency(): ${where} is not plain JSON (${Object.prototype.toString.call(value)}) and would not replay ` +
-      "as it was. Pass your router's transformer (e.g. superjson) as the `transformer` option.",
-  );
-}
