@@ -13,7 +13,12 @@ describe("notPlainJson: the one rule for what is stored as JSON without a transf
     ["NaN", { total: Number.NaN }, "value.total", "NaN"],
     ["a bigint", { n: 1n }, "value.n", "a bigint"],
     ["undefined in an array", [undefined], "value[0]", "undefined"],
-    ["an array with a hole", [1, , 3], "value", "an array with holes or named properties"],
+    [
+      "an array with a hole",
+      Object.assign(new Array(3), { 0: 1, 2: 3 }),
+      "value",
+      "an array with holes or named properties",
+    ],
     ["a symbol key", { [Symbol("internal")]: 1 }, "value", "an object with symbol keys"],
   ])("names %s and where it is", (_, value, path, what) => {
     expect(notPlainJson(value)).toEqual({ path, what });
