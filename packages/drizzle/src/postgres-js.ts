@@ -44,7 +44,7 @@ import {
   readyForQuery,
   type ServerMessages,
   ServerStreamReader,
-} from "./wire.js";
+} from "./protocol-messages.js";
 
 export interface GuardedSocketOptions {
   /**

@@ -55,7 +55,7 @@ import {
   keepsSubmission,
   LOOKUP_FIELD,
   type LookupPending,
-} from "./wire.js";
+} from "./form-contract.js";
 
 /**
  * What the action gets for one submission, before its own arguments: in atomic mode its `tx` commits with the

@@ -9,5 +9,5 @@ export type {
   UseIdempotentActionStateOptions,
 } from "./client/use-idempotent-action-state.js";
 export { useIdempotentActionState } from "./client/use-idempotent-action-state.js";
-export type { ActionRefusal, ActionRefusalCode, SubmittedAction } from "./wire.js";
-export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue, submittedValues } from "./wire.js";
+export type { ActionRefusal, ActionRefusalCode, SubmittedAction } from "./form-contract.js";
+export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue, submittedValues } from "./form-contract.js";

@@ -6,6 +6,6 @@ export type {
   IdempotentActionOptions,
 } from "./action.js";
 export { idempotentAction } from "./action.js";
+export type { ActionRefusal, ActionRefusalCode, SubmittedAction } from "./form-contract.js";
+export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue, submittedValues } from "./form-contract.js";
 export { IdempotencyKeyField } from "./key-field.js";
-export type { ActionRefusal, ActionRefusalCode, SubmittedAction } from "./wire.js";
-export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue, submittedValues } from "./wire.js";

@@ -6,7 +6,7 @@
 import { newIdempotencyKey } from "@idemkit/core/internal";
 import { connection } from "next/server.js";
 import type { ReactElement } from "react";
-import { keyInput } from "./wire.js";
+import { keyInput } from "./form-contract.js";
 
 /**
  * The hidden input that carries a form's key. A Server Component: render it inside the `<form>` on the server, or

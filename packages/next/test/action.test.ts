@@ -22,7 +22,7 @@ import {
   isActionRefusal,
   submittedValue,
 } from "../src/index.js";
-import { keyInput, LOOKUP_FIELD } from "../src/wire.js";
+import { keyInput, LOOKUP_FIELD } from "../src/form-contract.js";
 
 const databases = notesDatabases(4);
 

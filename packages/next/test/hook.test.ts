@@ -14,7 +14,7 @@ import { StrictMode, startTransition } from "react";
 import { afterEach, describe, expect, it } from "vitest";
 import { type UseIdempotentActionStateOptions, useIdempotentActionState } from "../src/client.js";
 import { IDEMPOTENCY_KEY_FIELD, idempotentAction, isActionRefusal } from "../src/index.js";
-import { LOOKUP_FIELD } from "../src/wire.js";
+import { LOOKUP_FIELD } from "../src/form-contract.js";
 
 afterEach(cleanup);
 

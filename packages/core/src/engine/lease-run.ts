@@ -5,11 +5,11 @@
  */
 import { Deadline } from "../deadline.js";
 import { IdempotencyError, IdempotencyErrorCode } from "../errors.js";
-import { keepLease, type LeaseKeeper } from "../lease-keeper.js";
 import { abortableDelay } from "../retry.js";
 import type { ClaimResult, RecordId, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
 import type { Answers, EngineSettings } from "./answers.js";
+import { keepLease, type LeaseKeeper } from "./lease-keeper.js";
 import { answeredBeforeSettled } from "./settling.js";
 import {
   type Execution,

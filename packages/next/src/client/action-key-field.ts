@@ -5,7 +5,7 @@
  * renders the refused submission's key instead, which the refusal keeps.
  */
 import type { ReactNode } from "react";
-import { isActionRefusal, keyInput } from "../wire.js";
+import { isActionRefusal, keyInput } from "../form-contract.js";
 
 /**
  * The key field for a form's next submission: the refused submission's key when `state` is a refusal that keeps it,

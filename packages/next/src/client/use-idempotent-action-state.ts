@@ -48,7 +48,7 @@ import {
   isLookupPending,
   keepsSubmission,
   LOOKUP_FIELD,
-} from "../wire.js";
+} from "../form-contract.js";
 
 /** Where and how the hook keeps a form's action, and how it sends it again. */
 export interface UseIdempotentActionStateOptions {

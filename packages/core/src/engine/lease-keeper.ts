@@ -16,8 +16,8 @@
  * then on another request may take the key over. The procedure gets the signal, so work whose result can no
  * longer be stored stops instead of running on.
  */
-import { within } from "./deadline.js";
-import type { IdempotencyStore, RecordId } from "./store.js";
+import { within } from "../deadline.js";
+import type { IdempotencyStore, RecordId } from "../store.js";
 
 /** Renewals that may wait for an answer at once: more would only pile up on a store that does not answer. */
 const MAX_UNANSWERED_RENEWALS = 3;

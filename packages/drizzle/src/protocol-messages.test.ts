@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { endsSession, errorFields, errorResponse, readyForQuery, ServerStreamReader } from "./wire.js";
+import { endsSession, errorFields, errorResponse, readyForQuery, ServerStreamReader } from "./protocol-messages.js";
 
 /** A message of `type` with a body of `length` bytes. */
 function message(type: string, length: number): Buffer {
