@@ -3,7 +3,7 @@
  * on the same store and tables as the tRPC procedures.
  */
 // #region route-handler
-import { withIdempotency } from "@idemkit/core";
+import { withIdempotency } from "@idemkit/core/fetch";
 import { drizzleStore } from "@idemkit/drizzle";
 import { cart } from "./cart";
 import { db } from "./db";

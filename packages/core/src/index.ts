@@ -1,8 +1,9 @@
 /**
  * The public surface of `@idemkit/core`, under semver: the engine that adapters are built on (creating it, running
- * one request, its options and events), the Fetch adapter on it, fingerprints and key parsing; what apps rely on
- * (modes, errors, headers); and what store authors need (the store contract, `replacement`, `memoryStore` as a
- * model). What idemkit's own packages share beyond that is at `@idemkit/core/internal`, with no such promise.
+ * one request, its options and events), fingerprints and key parsing; what apps rely on (modes, errors, headers);
+ * and the store contract, with `memoryStore` as its model. The Fetch adapter is at `@idemkit/core/fetch`, a store
+ * author's helpers at `@idemkit/core/store`, the conformance suites at `@idemkit/core/testing`. What idemkit's own
+ * packages share beyond that is at `@idemkit/core/internal`, with no such promise.
  */
 
 export type { IdempotencyContext } from "./context.js";
@@ -37,8 +38,6 @@ export {
   TransactionBypassError,
   transactionBypassIn,
 } from "./errors.js";
-export type { FetchCommonOptions, FetchHandler, FetchIdempotency, FetchIdempotencyOptions } from "./fetch.js";
-export { withIdempotency } from "./fetch.js";
 export type { FingerprintOptions } from "./fingerprint.js";
 export { fingerprint, fingerprintAsync } from "./fingerprint.js";
 export { httpStatusOf } from "./http-status.js";
@@ -61,4 +60,3 @@ export type {
   StoredRecord,
   StoredResponse,
 } from "./store.js";
-export { isPurgeable, RecordState, replacement } from "./store.js";

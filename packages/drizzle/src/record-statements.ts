@@ -3,8 +3,8 @@
  * parameters, and what a row of theirs is as a record.
  */
 import type { ClaimRequest, RecordId, StoredRecord } from "@idemkit/core";
-import { RecordState } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
+import { RecordState } from "@idemkit/core/store";
 import { named, type Row } from "./statements.js";
 
 /** A record's columns as statements read them, times as epoch milliseconds: each name, and what it is read as. */

@@ -31,8 +31,9 @@ import type {
   StoredRecord,
   StoredResponse,
 } from "@idemkit/core";
-import { IdempotencyError, IdempotencyErrorCode, ProcedureTransactionError, replacement } from "@idemkit/core";
+import { IdempotencyError, IdempotencyErrorCode, ProcedureTransactionError } from "@idemkit/core";
 import { DEFAULT_WAIT_MS } from "@idemkit/core/internal";
+import { replacement } from "@idemkit/core/store";
 import { bypassGuard } from "./bypass-guard.js";
 import { againIfConnectionLost, isLockTimeout, isPreparedStatementLost, isProcedureFailure } from "./driver-errors.js";
 import { failsRolledBackCommits, postgresJsPrepare, refuseBehindPooler, refusedBehindPooler } from "./pooler.js";

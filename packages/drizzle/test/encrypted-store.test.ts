@@ -4,7 +4,8 @@
  * byte, rotated keys still open older answers, and an answer that does not open is refused without running anything;
  * and what `redact` leaves of an answer is all that is kept.
  */
-import { type AnswerKeys, encryptedStore, withIdempotency } from "@idemkit/core";
+import { type AnswerKeys, encryptedStore } from "@idemkit/core";
+import { withIdempotency } from "@idemkit/core/fetch";
 import { type Driver, notesDatabases } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";

@@ -3,7 +3,8 @@
  * PostgreSQL (atomic mode: the handler writes through `tx`) and on PGlite, and lease mode on the same store: the
  * contract the tRPC middleware keeps, said in statuses, bodies and headers.
  */
-import { type IdempotencyStore, memoryStore, withIdempotency } from "@idemkit/core";
+import { type IdempotencyStore, memoryStore } from "@idemkit/core";
+import { withIdempotency } from "@idemkit/core/fetch";
 import { type Driver, type NotesDatabase, notesDatabases, serveFetch } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, expectTypeOf, it, vi } from "vitest";

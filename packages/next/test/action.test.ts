@@ -14,6 +14,7 @@ import { createElement } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, expectTypeOf, it, vi } from "vitest";
 import { ActionKeyField } from "../src/client/action-key-field.js";
+import { keyInput, LOOKUP_FIELD } from "../src/form-contract.js";
 import {
   type ActionRefusal,
   IDEMPOTENCY_KEY_FIELD,
@@ -22,7 +23,6 @@ import {
   isActionRefusal,
   submittedValue,
 } from "../src/index.js";
-import { keyInput, LOOKUP_FIELD } from "../src/form-contract.js";
 
 const databases = notesDatabases(4);
 

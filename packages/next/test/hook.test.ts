@@ -13,8 +13,8 @@ import { act, cleanup, renderHook, waitFor } from "@testing-library/react";
 import { StrictMode, startTransition } from "react";
 import { afterEach, describe, expect, it } from "vitest";
 import { type UseIdempotentActionStateOptions, useIdempotentActionState } from "../src/client.js";
-import { IDEMPOTENCY_KEY_FIELD, idempotentAction, isActionRefusal } from "../src/index.js";
 import { LOOKUP_FIELD } from "../src/form-contract.js";
+import { IDEMPOTENCY_KEY_FIELD, idempotentAction, isActionRefusal } from "../src/index.js";
 
 afterEach(cleanup);
 

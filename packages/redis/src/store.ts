@@ -9,8 +9,8 @@
  * lease ends, and the late completion of the call presumed dead is refused.
  */
 import type { ClaimRequest, ClaimResult, LeaseStore, RecordId, StoredRecord, StoredResponse } from "@idemkit/core";
-import { RecordState } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
+import { RecordState } from "@idemkit/core/store";
 import { commandsOf, globEscaped, type RedisClient } from "./client.js";
 import { CLAIM, COMPLETE, PURGE, RELEASE, RENEW } from "./scripts.js";
 

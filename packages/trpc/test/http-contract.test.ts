@@ -4,7 +4,8 @@
  * against each, over real HTTP, with drizzleStore on PostgreSQL and on PGlite: statuses, bodies, headers and the
  * effects written through the idempotent transaction.
  */
-import { type IdempotencyMode, withIdempotency } from "@idemkit/core";
+import type { IdempotencyMode } from "@idemkit/core";
+import { withIdempotency } from "@idemkit/core/fetch";
 import { drizzleStore } from "@idemkit/drizzle";
 import { type Driver, gate, type NotesDatabase, notesDatabases, serveFetch } from "@idemkit/testkit";
 import { initTRPC, TRPCError } from "@trpc/server";

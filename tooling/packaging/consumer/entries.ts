@@ -2,7 +2,9 @@
  * Every public entry point, imported as a user would. The `@ts-expect-error` lines fail the type check if an entry's
  * types resolved to `any` (a missing declaration file would let everything through).
  */
-import { type createIdempotencyEngine, memoryStore, withIdempotency } from "@idemkit/core";
+import { type createIdempotencyEngine, memoryStore } from "@idemkit/core";
+import { withIdempotency } from "@idemkit/core/fetch";
+import { replacement } from "@idemkit/core/store";
 import type { describeStoreConformance, fireDuplicates } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
 import type { guardedConnections } from "@idemkit/drizzle/postgres-js";
@@ -20,6 +22,7 @@ export type Entries = [
   typeof memoryStore,
   typeof createIdempotencyEngine,
   typeof withIdempotency,
+  typeof replacement,
   typeof describeStoreConformance,
   typeof drizzleStore,
   typeof idempotencyKeys,
@@ -41,6 +44,8 @@ export type Entries = [
 export function misuse(): void {
   // @ts-expect-error scope is required
   idempotency({ store: memoryStore() });
+  // @ts-expect-error a replacement is decided over a stored record and a claim
+  replacement("record", "request");
   // @ts-expect-error the Fetch adapter's scope reads a Request
   withIdempotency(() => new Response(), { store: memoryStore(), scope: 42 });
   // @ts-expect-error a key is a string

@@ -17,9 +17,9 @@ import {
   IdempotencyMode,
   type IdempotencyStore,
   isIdempotencyError,
-  RecordState,
   type StoredRecord,
 } from "@idemkit/core";
+import { RecordState } from "@idemkit/core/store";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
