@@ -21,7 +21,8 @@
  */
 import { Agent } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import { isRetryableAnswer, nextRetryDelayMs } from "@idemkit/core/internal";
+import { nextRetryDelayMs } from "@idemkit/core/client";
+import { isRetryableAnswer } from "@idemkit/core/internal";
 import { createDatabase, startPostgres } from "@idemkit/testkit";
 import postgres from "postgres";
 import { openDatabase } from "../src/server/database";

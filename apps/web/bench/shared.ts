@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { IDEMPOTENT_REPLAYED_HEADER } from "@idemkit/core";
-import { parseRetryAfterMs } from "@idemkit/core/internal";
+import { parseRetryAfterMs } from "@idemkit/core/client";
 
 const SERVER = fileURLToPath(new URL("./server.ts", import.meta.url));
 

@@ -6,6 +6,8 @@
  * packages share beyond that is at `@idemkit/core/internal`, with no such promise.
  */
 
+export type { KeyStorage } from "./client/action-store.js";
+export type { OutcomeLookup } from "./client/outcome-polling.js";
 export type { IdempotencyContext } from "./context.js";
 export type { AnswerKeys } from "./encrypted-store.js";
 export { encryptedStore } from "./encrypted-store.js";

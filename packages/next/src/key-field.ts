@@ -3,7 +3,7 @@
  * server: the same rendered form submitted twice (a double click, a resubmission after a lost answer, with or
  * without JavaScript) is one action with one key.
  */
-import { newIdempotencyKey } from "@idemkit/core/internal";
+import { newIdempotencyKey } from "@idemkit/core/client";
 import { connection } from "next/server.js";
 import type { ReactElement } from "react";
 import { keyInput } from "./form-contract.js";

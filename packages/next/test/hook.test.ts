@@ -7,7 +7,7 @@
  * e2e/tests/server-action.spec.ts.
  */
 import { memoryStore, type RetryPolicy } from "@idemkit/core";
-import type { KeyStorage } from "@idemkit/core/internal";
+import type { KeyStorage } from "@idemkit/core/client";
 import { gate } from "@idemkit/testkit";
 import { act, cleanup, renderHook, waitFor } from "@testing-library/react";
 import { StrictMode, startTransition } from "react";

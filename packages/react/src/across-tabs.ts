@@ -3,7 +3,7 @@
  * and sends with its key, so it replays (or, past the wait, the server makes the two one). What an action is sent
  * as is shared in localStorage, per form and input; the wait is a Web Lock named after them.
  */
-import { browserStorage, webLocks } from "@idemkit/core/internal";
+import { browserStorage, webLocks } from "@idemkit/core/client";
 
 /** How long another tab's action, started and not yet settled, counts as in flight (the link's default budget). */
 const IN_FLIGHT_MS = 60_000;

@@ -24,7 +24,7 @@ import {
   press,
   storageWhileHeld,
   thisTab,
-} from "@idemkit/core/internal";
+} from "@idemkit/core/client";
 import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
 import {
   type MutateOptions,

@@ -1,4 +1,4 @@
-export type { KeyStorage, OutcomeLookup } from "@idemkit/core/internal";
+export type { KeyStorage, OutcomeLookup } from "@idemkit/core";
 export type { IdempotentMutationState } from "./action-result.js";
 export type { IdempotentActionOptions } from "./idempotent-mutation.js";
 export { ActionInFlightError } from "./idempotent-mutation.js";

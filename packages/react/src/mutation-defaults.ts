@@ -13,7 +13,7 @@ import {
   defaultStorageName,
   type KeyStorage,
   newIdempotencyKey,
-} from "@idemkit/core/internal";
+} from "@idemkit/core/client";
 import { idempotencyContext } from "@idemkit/trpc/client";
 import type { MutationFunctionContext } from "@tanstack/react-query";
 import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";

@@ -5,7 +5,7 @@
  * failure retires its key.
  */
 import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
-import { type Action, type ActionStore, type OutcomeLookup, settledOutcome } from "@idemkit/core/internal";
+import { type Action, type ActionStore, type OutcomeLookup, settledOutcome } from "@idemkit/core/client";
 import { type RefObject, useCallback, useEffect, useRef, useState } from "react";
 import { type FormCache, forgetFoundInCache, settleInCache } from "./action-result.js";
 

@@ -7,7 +7,7 @@
 
 import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 import { fingerprint } from "@idemkit/core";
-import { thisTab } from "@idemkit/core/internal";
+import { thisTab } from "@idemkit/core/client";
 import { idempotencyLink } from "@idemkit/trpc/client";
 import {
   dehydrate,

@@ -28,7 +28,7 @@ import {
   settledOutcome,
   storageWhileHeld,
   thisTab,
-} from "@idemkit/core/internal";
+} from "@idemkit/core/client";
 import { unstable_isUnrecognizedActionError, unstable_rethrow } from "next/navigation.js";
 import {
   startTransition,

@@ -1,5 +1,5 @@
 /** Time as the client link sees it: the real clock, or one a test moves itself. */
-import { abortableDelay } from "@idemkit/core/internal";
+import { abortableDelay } from "@idemkit/core/client";
 
 /** Time as the link sees it. */
 export interface LinkClock {

@@ -8,7 +8,7 @@
  */
 import type { RetryPolicy } from "@idemkit/core";
 import { parseIdempotencyKey } from "@idemkit/core";
-import { DEFAULT_RETRY_POLICY, newIdempotencyKey, nextRetryDelayMs, parseRetryAfterMs } from "@idemkit/core/internal";
+import { DEFAULT_RETRY_POLICY, newIdempotencyKey, nextRetryDelayMs, parseRetryAfterMs } from "@idemkit/core/client";
 import { type Operation, type OperationResultEnvelope, TRPCClientError, type TRPCLink } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import { observable } from "@trpc/server/observable";

@@ -1,0 +1,33 @@
+/**
+ * `@idemkit/core/client`: the browser side of an action, shared by idemkit's hooks (`@idemkit/react`, and
+ * `@idemkit/next`'s Server Action hook) and its tRPC link: which key a press sends, where an action is kept across
+ * reloads and tabs, asking a lookup what became of one, and the retry schedule. Like `@idemkit/core/internal`, it
+ * makes no semver promise; the types an app writes against (`KeyStorage`, `OutcomeLookup`) are at `@idemkit/core`.
+ */
+
+export type { RetryState } from "../retry.js";
+export {
+  abortableDelay,
+  backoffDelayMs,
+  DEFAULT_RETRY_POLICY,
+  newIdempotencyKey,
+  nextRetryDelayMs,
+  parseRetryAfterMs,
+} from "../retry.js";
+export type { PressContext, PressOutcome } from "./action-policy.js";
+export { continuedAction, press } from "./action-policy.js";
+export type { Action, ActionStore, KeyStorage } from "./action-store.js";
+export {
+  actionFingerprint,
+  actionStore,
+  chosenStorage,
+  defaultStorage,
+  defaultStorageName,
+  holdStorageName,
+  storageWhileHeld,
+} from "./action-store.js";
+export { browserStorage } from "./browser-storage.js";
+export type { OutcomeLookup } from "./outcome-polling.js";
+export { DEFAULT_LOOKUP_MAX_RUNNING_MS, settledOutcome } from "./outcome-polling.js";
+export type { TabIdentity } from "./tab-identity.js";
+export { knownTab, thisTab, webLocks } from "./tab-identity.js";
