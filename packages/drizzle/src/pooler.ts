@@ -3,7 +3,7 @@
  * pooled URL, without prepared statements): it prepares every statement, COMMIT included, on its own connection,
  * and the pooler hands the next transaction to a server connection that never saw them. PostgreSQL refuses the
  * COMMIT as a missing statement, which aborts the transaction; postgres.js sends it again, and PostgreSQL answers
- * a COMMIT in an aborted transaction with ROLLBACK, which postgres.js reports as success. Measured on PgBouncer
+ * a COMMIT in an aborted transaction with ROLLBACK, which postgres.js 3 reports as success. Measured on PgBouncer
  * 1.18: 8 and 9 of 60 plain transactions on postgres.js 3.4.9, in two runs, reported committed and not there; and
  * its pool wedges there (52 to 65 of 80 plain statements on two pools unanswered after 10 s).
  *
@@ -46,12 +46,15 @@ export function postgresJsPrepare(db: object): boolean | undefined {
 }
 
 /**
- * Whether a COMMIT on `db` that PostgreSQL answered ROLLBACK is reported as one: through `guardedConnections`, whose
- * sockets fail it; else it may be reported done (postgres.js with `prepare` on, behind a pooler).
+ * Whether a COMMIT on `db` that PostgreSQL answered ROLLBACK is reported as one: on postgres.js 4, which fails it
+ * itself (TRANSACTION_ROLLED_BACK; its client has `stats`, which 3's has not), or through `guardedConnections`,
+ * whose sockets fail it; else postgres.js 3 may report it done (with `prepare` on, behind a pooler).
  */
 export function failsRolledBackCommits(db: object): boolean {
-  const socket = postgresJsClient(db)?.options.socket as { [FAILS_ROLLED_BACK_COMMITS]?: true } | undefined;
-  return socket?.[FAILS_ROLLED_BACK_COMMITS] === true;
+  const client = postgresJsClient(db);
+  if (!client) return false;
+  const socket = client.options.socket as { [FAILS_ROLLED_BACK_COMMITS]?: true } | undefined;
+  return "stats" in client || socket?.[FAILS_ROLLED_BACK_COMMITS] === true;
 }
 
 /** The refusal for such a database once a pooler showed itself: the fix is one option. */

@@ -1,0 +1,82 @@
+/**
+ * postgres.js 4, the major a new app installs today, beside 3.4 (the rest of the suite's): the store and atomic
+ * conformance suites on it, and what differs. postgres.js 4 fails a COMMIT that PostgreSQL answered ROLLBACK itself
+ * (TRANSACTION_ROLLED_BACK), where 3 reports it done; so atomic mode reads its record back after the COMMIT on 3
+ * with `prepare` on, and not on 4.
+ */
+import { createIdempotencyEngine } from "@idemkit/core";
+import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
+import { createDatabase, MIGRATIONS_FOLDER } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
+import { migrate } from "drizzle-orm/postgres-js/migrator";
+import postgres3 from "postgres";
+import postgres4 from "postgres4";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { drizzleStore } from "../src/index.js";
+
+// biome-ignore lint/suspicious/noExplicitAny: each major's client and database have their own types
+type AnyDb = any;
+
+/** A migrated database of its own on one major, with the texts of the statements its client sent. */
+async function openOn(major: typeof postgres3 | typeof postgres4) {
+  const database = await createDatabase(inject("postgresUrl"));
+  const sent: string[] = [];
+  const client = (major as typeof postgres3)(database.url, {
+    max: 10,
+    onnotice: () => {},
+    debug: (_connection, text) => sent.push(text),
+  });
+  const db: AnyDb = drizzle(client);
+  await migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  await client.unsafe("create table atomic_notes (marker text not null)");
+  return {
+    db,
+    sent,
+    query: (text: string, params: unknown[] = []) => client.unsafe(text, params as never[]) as Promise<unknown[]>,
+    async close() {
+      await client.end({ timeout: 5 });
+      await database.drop();
+    },
+  };
+}
+
+let onFour: Awaited<ReturnType<typeof openOn>>;
+let onThree: Awaited<ReturnType<typeof openOn>>;
+beforeAll(async () => {
+  [onFour, onThree] = await Promise.all([openOn(postgres4), openOn(postgres3)]);
+});
+afterAll(async () => {
+  await Promise.all([onFour?.close(), onThree?.close()]);
+});
+
+describeStoreConformance("drizzleStore on PostgreSQL (postgres.js 4)", async () => ({
+  store: drizzleStore({ db: onFour.db }),
+}));
+
+describeAtomicConformance("drizzleStore on PostgreSQL (postgres.js 4)", async () => ({
+  store: drizzleStore({ db: onFour.db }),
+  storeWithWait: (waitMs: number) => drizzleStore({ db: onFour.db, waitMs }),
+  write: (tx: AnyDb, marker: string) => tx.execute(sql`insert into atomic_notes (marker) values (${marker})`),
+  count: async (marker: string) =>
+    (await onFour.query("select 1 from atomic_notes where marker = $1", [marker])).length,
+  unstorableResponse: { status: 2 ** 40, body: "{}" },
+}));
+
+describe("atomic mode's proof of its COMMIT", () => {
+  /** How many statements one first execution sends that read the record back after its COMMIT. */
+  async function readsBackOn(database: Awaited<ReturnType<typeof openOn>>): Promise<number> {
+    const engine = createIdempotencyEngine({ store: drizzleStore({ db: database.db }) });
+    const before = database.sent.length;
+    await engine.run({ scope: "s", path: "orders.place", key: crypto.randomUUID(), fingerprint: "fp" }, async () => ({
+      value: "placed",
+      response: { status: 200, body: '"placed"' },
+    }));
+    return database.sent.slice(before).filter((text) => text.includes("as kept from")).length;
+  }
+
+  it("is postgres.js 4's own, which fails a COMMIT answered ROLLBACK: no read after it; on 3, one", async () => {
+    expect(await readsBackOn(onFour)).toBe(0);
+    expect(await readsBackOn(onThree)).toBe(1);
+  });
+});
