@@ -10,7 +10,7 @@ import { useContext } from "react";
 import type { IdempotentMutationResult } from "./action-result.js";
 import {
   type BoundMutationOptions,
-  type IdempotentActionOptions,
+  type IdempotentMutationKeyOptions,
   type MutationBinding,
   useIdempotentMutationOf,
 } from "./idempotent-mutation.js";
@@ -29,7 +29,7 @@ type ErrorOf<P extends ClassicMutationProcedure> = NonNullable<MutationOf<P>["er
 export type UseIdempotentClassicMutationOptions<TProcedure extends ClassicMutationProcedure> = NonNullable<
   Parameters<TProcedure["useMutation"]>[0]
 > &
-  IdempotentActionOptions;
+  IdempotentMutationKeyOptions;
 
 /** The hook's result for a procedure of `createTRPCReact`. */
 export type UseIdempotentClassicMutationResult<TProcedure extends ClassicMutationProcedure> = IdempotentMutationResult<

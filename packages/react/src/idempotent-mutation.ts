@@ -41,8 +41,14 @@ import { type FormCache, type IdempotentMutationResult, shapeResult } from "./ac
 import { appCallbacks, carriedKey, carryingKey } from "./mutation-key-context.js";
 import { useOutcomeReconciliation } from "./outcome-reconciliation.js";
 
+/**
+ * @deprecated Renamed {@link IdempotentMutationKeyOptions}: `@idemkit/next` has an `IdempotentActionOptions` of its
+ * own (a Server Action's), and one name for two things misled.
+ */
+export type IdempotentActionOptions = IdempotentMutationKeyOptions;
+
 /** What the hook adds to the mutation options of a tRPC procedure: where the key is kept, and how actions go. */
-export interface IdempotentActionOptions {
+export interface IdempotentMutationKeyOptions {
   /**
    * Where the current action's key is kept: a storage such as `sessionStorage` (the default when the page has
    * one: a reload mid-request resumes the same action), or `"memory"` to keep it in the component only.
@@ -106,7 +112,7 @@ export interface MutationBinding<TInput, TOutput> {
 export type BoundMutationOptions<TOutput, TError, TInput> = Omit<
   UseMutationOptions<TOutput, TError, TInput>,
   "mutationFn" | "mutationKey"
-> & { trpc?: { context?: Record<string, unknown> } } & IdempotentActionOptions;
+> & { trpc?: { context?: Record<string, unknown> } } & IdempotentMutationKeyOptions;
 
 /**
  * Thrown by `mutateAsync` for another input while an action is in flight: a form sends one action at a time, and

@@ -1,6 +1,6 @@
 export type { KeyStorage, OutcomeLookup } from "@idemkit/core";
 export type { IdempotentMutationState } from "./action-result.js";
-export type { IdempotentActionOptions } from "./idempotent-mutation.js";
+export type { IdempotentActionOptions, IdempotentMutationKeyOptions } from "./idempotent-mutation.js";
 export { ActionInFlightError } from "./idempotent-mutation.js";
 export {
   type IdempotentMutationDefaultsOptions,

@@ -9,17 +9,17 @@ import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from
 import type { IdempotentMutationResult } from "./action-result.js";
 import {
   type BoundMutationOptions,
-  type IdempotentActionOptions,
+  type IdempotentMutationKeyOptions,
   type MutationBinding,
   useIdempotentMutationOf,
 } from "./idempotent-mutation.js";
 import { procedurePath } from "./procedure-path.js";
 
-/** The options `procedure.mutationOptions()` takes (callbacks, `meta`, `trpc`), plus {@link IdempotentActionOptions}. */
+/** The options `procedure.mutationOptions()` takes (callbacks, `meta`, `trpc`), plus {@link IdempotentMutationKeyOptions}. */
 export type UseIdempotentMutationOptions<TDef extends ResolverDef> = NonNullable<
   Parameters<TRPCMutationOptions<TDef>>[0]
 > &
-  IdempotentActionOptions;
+  IdempotentMutationKeyOptions;
 
 /** The hook's result for a procedure of the TanStack integration (`useTRPC()`). */
 export type UseIdempotentMutationResult<TDef extends ResolverDef> = IdempotentMutationResult<
