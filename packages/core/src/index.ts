@@ -12,7 +12,7 @@ export type { IdempotencyContext } from "./context.js";
 export type { AnswerKeys } from "./encrypted-store.js";
 export { encryptedStore } from "./encrypted-store.js";
 export type { CallLimits } from "./engine/limits.js";
-export type { CallMessage, EventMessage, TelemetryOptions } from "./engine/telemetry.js";
+export type { CallMessage, EventMessage } from "./engine/telemetry.js";
 export { CallOutcome } from "./engine/telemetry.js";
 export type {
   AdapterOptions,
@@ -25,6 +25,7 @@ export type {
   ModeOptions,
   RunResult,
   Settlement,
+  TelemetryOptions,
 } from "./engine/types.js";
 export { IdempotencyEventType, IdempotencyMode } from "./engine/types.js";
 export type { IdempotencyEngine } from "./engine.js";

@@ -4,10 +4,10 @@ export type { OutboxEventsTable, ProcessedEventsTable, PurgeOptions } from "./ou
 export { outboxEvents, outboxEventsTable, processedEvents, processedEventsTable } from "./outbox-schema.js";
 export type { ProcessOnceOptions, ProcessOnceResult } from "./process-once.js";
 export { processOnce, purgeProcessedEvents } from "./process-once.js";
-export type { Relay, RelayBatch, RelayEvent, RelayOptions } from "./relay.js";
+export type { Relay, RelayBatch, RelayOptions } from "./relay.js";
 export { createRelay, purgePublishedEvents, retryDeadEvents } from "./relay.js";
 export type { SqlExecutor } from "./sql-executor.js";
 export { sqlExecutor } from "./sql-executor.js";
-export type { OutboxTelemetryOptions, ProcessedMessage, RelayMessage } from "./telemetry.js";
+export type { OutboxTelemetryOptions, ProcessedMessage, RelayEvent, RelayMessage } from "./telemetry.js";
 export type { VersionedUpdate } from "./versioned-update.js";
 export { StaleVersionError, updateIfVersion } from "./versioned-update.js";

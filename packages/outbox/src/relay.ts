@@ -17,16 +17,7 @@ import {
 } from "@idemkit/drizzle/internal";
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
 import { type OutboxEventsTable, outboxEvents, type PurgeOptions } from "./outbox-schema.js";
-import { type OutboxTelemetryOptions, outboxTelemetryOf } from "./telemetry.js";
-
-/** What the relay reports, for logs and metrics. */
-export type RelayEvent =
-  | { type: "published"; event: PublishedEvent }
-  | { type: "failed"; event: PublishedEvent; error: unknown; retryAt: number }
-  | { type: "dead"; event: PublishedEvent; error: unknown }
-  /** The event's lease ended before this relay marked it: another relay may publish it again. */
-  | { type: "lease_lost"; event: PublishedEvent }
-  | { type: "error"; error: unknown };
+import { type OutboxTelemetryOptions, outboxTelemetryOf, type RelayEvent } from "./telemetry.js";
 
 export interface RelayOptions {
   /** The database whose outbox to publish: one for the relay's life, as its statements are prepared on it once. */

@@ -25,7 +25,6 @@ import {
 } from "@idemkit/core/internal";
 import { type MeterProvider, metrics } from "@opentelemetry/api";
 import type { PublishedEvent } from "./outbox.js";
-import type { RelayEvent } from "./relay.js";
 
 /**
  * Where the outbox's metrics go (the global meter provider by default, or this one; false for none, the channels
@@ -60,6 +59,15 @@ export interface ProcessedMessage {
 
 /** An event as `idemkit:relay` tells of it: its payload only with `include: { payloads: true }`. */
 export type RelayedEvent = Omit<PublishedEvent, "payload"> & { payload?: unknown };
+
+/** What the relay reports, for logs and metrics. */
+export type RelayEvent =
+  | { type: "published"; event: PublishedEvent }
+  | { type: "failed"; event: PublishedEvent; error: unknown; retryAt: number }
+  | { type: "dead"; event: PublishedEvent; error: unknown }
+  /** The event's lease ended before this relay marked it: another relay may publish it again. */
+  | { type: "lease_lost"; event: PublishedEvent }
+  | { type: "error"; error: unknown };
 
 /**
  * What `idemkit:relay` subscribers get: each `RelayEvent`, its event as a `RelayedEvent` and its error summed up (a

@@ -24,11 +24,9 @@ import {
   type Counter,
   context,
   type Histogram,
-  type MeterProvider,
   metrics,
   type Span,
   SpanStatusCode,
-  type TracerProvider,
   trace,
   type UpDownCounter,
 } from "@opentelemetry/api";
@@ -44,7 +42,14 @@ import {
   summaryOf,
 } from "../observing.js";
 import { settlingOf } from "./settling.js";
-import type { IdempotencyEvent, IdempotencyMode, IdempotentRequest, RunResult, Settlement } from "./types.js";
+import type {
+  IdempotencyEvent,
+  IdempotencyMode,
+  IdempotentRequest,
+  RunResult,
+  Settlement,
+  TelemetryOptions,
+} from "./types.js";
 
 /** How a protected call ended, as telemetry counts it. */
 export const CallOutcome = {
@@ -79,29 +84,6 @@ export const CallOutcome = {
   TIMED_OUT: "timed_out",
 } as const;
 export type CallOutcome = (typeof CallOutcome)[keyof typeof CallOutcome];
-
-/**
- * Where the engine's telemetry goes (the global OpenTelemetry providers by default, or these; false for none), and
- * what of the app's own data it carries.
- */
-export interface TelemetryOptions {
-  tracerProvider?: TracerProvider;
-  meterProvider?: MeterProvider;
-  /**
-   * What spans and channel messages carry of the app's own data, which may be personal (a user's id or email) or
-   * secret (an input, a connection string in a driver's message), and which anyone subscribed to a channel or reading
-   * a trace would see. Each is off by default; metrics never carry either.
-   */
-  include?: {
-    /** `idemkit:event` messages carry the call's `scope`. Default false. */
-    scope?: boolean;
-    /**
-     * Errors carry their message: a channel message's `error.message`, and a span's exception event its
-     * `exception.message` and `exception.stacktrace`. Default false: an error is told by its name and code alone.
-     */
-    errorMessages?: boolean;
-  };
-}
 
 /** What `idemkit:call` subscribers get, once per call. The scope (a user id) is never in it. */
 export interface CallMessage {

@@ -1,7 +1,7 @@
 /** The engine's vocabulary: its events and modes, its options, and what a request, its work and its answer are. */
+import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
 import type { IdempotencyStore, ModesOf, ModeTransaction, RecordId, StoredResponse } from "../store.js";
 import type { CallLimits } from "./limits.js";
-import type { TelemetryOptions } from "./telemetry.js";
 
 /** Every decision the engine takes, so apps can log and count them. */
 export const IdempotencyEventType = {
@@ -204,4 +204,27 @@ export interface AdapterOptions<TStore extends IdempotencyStore<unknown>, TMode 
   store: TStore;
   /** `atomic` (the default with a store that has it) or `lease`; see the engine's options. */
   mode?: TMode & ModesOf<TStore>;
+}
+
+/**
+ * Where the engine's telemetry goes (the global OpenTelemetry providers by default, or these; false for none), and
+ * what of the app's own data it carries.
+ */
+export interface TelemetryOptions {
+  tracerProvider?: TracerProvider;
+  meterProvider?: MeterProvider;
+  /**
+   * What spans and channel messages carry of the app's own data, which may be personal (a user's id or email) or
+   * secret (an input, a connection string in a driver's message), and which anyone subscribed to a channel or reading
+   * a trace would see. Each is off by default; metrics never carry either.
+   */
+  include?: {
+    /** `idemkit:event` messages carry the call's `scope`. Default false. */
+    scope?: boolean;
+    /**
+     * Errors carry their message: a channel message's `error.message`, and a span's exception event its
+     * `exception.message` and `exception.stacktrace`. Default false: an error is told by its name and code alone.
+     */
+    errorMessages?: boolean;
+  };
 }
