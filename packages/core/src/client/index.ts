@@ -29,5 +29,6 @@ export {
 export { browserStorage } from "./browser-storage.js";
 export type { OutcomeLookup } from "./outcome-polling.js";
 export { DEFAULT_LOOKUP_MAX_RUNNING_MS, settledOutcome } from "./outcome-polling.js";
+export { type Attempted, type RetryEnd, type RetryLoopOptions, sendWithRetries } from "./retry-loop.js";
 export type { TabIdentity } from "./tab-identity.js";
 export { knownTab, thisTab, webLocks } from "./tab-identity.js";

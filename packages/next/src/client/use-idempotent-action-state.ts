@@ -23,8 +23,8 @@ import {
   type KeyStorage,
   knownTab,
   newIdempotencyKey,
-  nextRetryDelayMs,
   press,
+  sendWithRetries,
   settledOutcome,
   storageWhileHeld,
   thisTab,
@@ -287,31 +287,33 @@ async function sentWithRetries<T>(
   policy: RetryPolicy | undefined,
   signal: AbortSignal,
 ): Promise<T | ActionRefusal> {
-  const startedAtMs = Date.now();
-  for (let attempt = 1; ; attempt++) {
-    let answer: { value: T } | { lost: unknown };
-    try {
-      answer = { value: await send() };
-    } catch (error) {
-      if (isNavigation(error) || hasDigest(error) || unstable_isUnrecognizedActionError(error)) throw error;
-      answer = { lost: error };
-    }
-    const retryAfterMs =
-      "value" in answer
-        ? isActionRefusal(answer.value) && answer.value.idempotencyError.retryable
-          ? (answer.value.idempotencyError.retryAfterMs ?? 0)
-          : undefined
-        : 0;
-    if (retryAfterMs === undefined) return (answer as { value: T }).value;
-    const delayMs = policy && nextRetryDelayMs({ attempt, startedAtMs, nowMs: Date.now(), retryAfterMs }, policy);
-    // A form that is gone sends nothing more: its next mount looks the key up.
-    if (delayMs === undefined || signal.aborted) return "value" in answer ? answer.value : unreachable();
-    const paused = await abortableDelay(delayMs, signal).then(
-      () => true,
-      () => false,
-    );
-    if (!paused) return "value" in answer ? answer.value : unreachable();
-  }
+  /** What came back last: a refusal to show as it is, or nothing (the answer was lost). */
+  let last: { value: T } | { lost: unknown } | undefined;
+  const ended = await sendWithRetries<T, { value: T } | { lost: unknown }>(
+    async () => {
+      // A form that is gone sends nothing more: its next mount looks the key up.
+      if (last && signal.aborted) return { failure: last, retryable: false };
+      try {
+        const value = await send();
+        if (!isActionRefusal(value) || !value.idempotencyError.retryable) return { answer: value };
+        last = { value };
+        return { failure: last, retryable: true, retryAfterMs: value.idempotencyError.retryAfterMs ?? 0 };
+      } catch (error) {
+        if (isNavigation(error) || hasDigest(error) || unstable_isUnrecognizedActionError(error)) throw error;
+        last = { lost: error };
+        return { failure: last, retryable: true, retryAfterMs: 0 };
+      }
+    },
+    {
+      // Without a policy, a submission is sent once.
+      policy: policy ?? { ...DEFAULT_RETRY_POLICY, maxAttempts: 1 },
+      signal,
+      now: Date.now,
+      sleep: (ms, aborting) => abortableDelay(ms, aborting).catch(() => {}),
+    },
+  );
+  if ("answer" in ended) return ended.answer;
+  return "value" in ended.failure ? ended.failure.value : unreachable();
 }
 
 function hasDigest(error: unknown): boolean {

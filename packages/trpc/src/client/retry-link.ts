@@ -8,7 +8,7 @@
  */
 import type { RetryPolicy } from "@idemkit/core";
 import { parseIdempotencyKey } from "@idemkit/core";
-import { DEFAULT_RETRY_POLICY, newIdempotencyKey, nextRetryDelayMs, parseRetryAfterMs } from "@idemkit/core/client";
+import { DEFAULT_RETRY_POLICY, newIdempotencyKey, parseRetryAfterMs, sendWithRetries } from "@idemkit/core/client";
 import { type Operation, type OperationResultEnvelope, TRPCClientError, type TRPCLink } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import { observable } from "@trpc/server/observable";
@@ -225,43 +225,45 @@ async function mutateWithRetries(
 ): Promise<Envelope> {
   const key = call.key === undefined ? newIdempotencyKey() : parseIdempotencyKey(call.key, path);
   const report = reportingSafely(call.onProgress);
-  const startedAtMs = clock.now();
-  for (let attempt = 1; ; attempt++) {
-    // An operation aborted before it started (an action the user abandoned) sends nothing.
-    signal.throwIfAborted();
-    report({ type: "request", key, attempt });
-    // An attempt that hangs is given up as an answer that never came; one that is just slow (a duplicate waiting
-    // for the first call) still gets its answer, even late in the budget.
-    const sent = await send(key, attemptTimeoutMs);
-    if (sent.ok) {
-      const replayed = isReplayedAnswer(responseOfEnvelope(sent.envelope));
-      report({ type: "success", key, attempt, replayed });
-      const outcome: IdempotencyOutcome = { key, attempts: attempt, replayed };
-      return { ...sent.envelope, context: { ...sent.envelope.context, idempotency: outcome } };
-    }
-    const { error } = sent;
-    if (signal.aborted) throw error;
-    const retryable = isRetryableError(error);
-    // Offline, the next attempt waits for the browser to be back, within what is left of the budget.
-    if (retryable && statusOf(error) === undefined && isOffline() && attempt < policy.maxAttempts) {
-      const leftMs = startedAtMs + policy.maxElapsedMs - clock.now();
-      if (leftMs > 0) {
+  const ended = await sendWithRetries<Envelope, TRPCClientError<AnyTRPCRouter>>(
+    async (attempt) => {
+      // An operation aborted before it started (an action the user abandoned) sends nothing.
+      signal.throwIfAborted();
+      report({ type: "request", key, attempt });
+      // An attempt that hangs is given up as an answer that never came; one that is just slow (a duplicate waiting
+      // for the first call) still gets its answer, even late in the budget.
+      const sent = await send(key, attemptTimeoutMs);
+      if (sent.ok) return { answer: sent.envelope };
+      const { error } = sent;
+      return { failure: error, retryable: isRetryableError(error), retryAfterMs: retryAfterOf(error, clock.now()) };
+    },
+    {
+      policy,
+      signal,
+      now: () => clock.now(),
+      sleep: (ms, aborting) => clock.sleep(ms, aborting),
+      // Offline, the next attempt waits for the browser to be back, within what is left of the budget.
+      waitInstead(error, attempt, leftMs) {
+        if (statusOf(error) !== undefined || !isOffline() || attempt >= policy.maxAttempts) return undefined;
+        if (leftMs <= 0) return Promise.resolve(false);
         report({ type: "offline", key, attempt });
-        if (await whenOnline(leftMs, clock, signal)) continue;
-      }
-      report({ type: "failure", key, attempt, retryable, error });
-      throw error;
-    }
-    const nowMs = clock.now();
-    const retryAfterMs = retryAfterOf(error, nowMs);
-    const delayMs = retryable ? nextRetryDelayMs({ attempt, startedAtMs, nowMs, retryAfterMs }, policy) : undefined;
-    if (delayMs === undefined) {
-      report({ type: "failure", key, attempt, retryable, error });
-      throw error;
-    }
-    report({ type: "retry", key, attempt, delayMs, retryAt: nowMs + delayMs, status: statusOf(error), error });
-    await clock.sleep(delayMs, signal);
+        return whenOnline(leftMs, clock, signal);
+      },
+      onRetry(error, attempt, delayMs, nowMs) {
+        report({ type: "retry", key, attempt, delayMs, retryAt: nowMs + delayMs, status: statusOf(error), error });
+      },
+    },
+  );
+  if ("answer" in ended) {
+    const replayed = isReplayedAnswer(responseOfEnvelope(ended.answer));
+    report({ type: "success", key, attempt: ended.attempts, replayed });
+    const outcome: IdempotencyOutcome = { key, attempts: ended.attempts, replayed };
+    return { ...ended.answer, context: { ...ended.answer.context, idempotency: outcome } };
   }
+  const { failure: error, attempts, retryable } = ended;
+  // A mutation stopped by its caller ends with its last failure, unreported: nobody waits for it any more.
+  if (!signal.aborted) report({ type: "failure", key, attempt: attempts, retryable, error });
+  throw error;
 }
 
 /** The HTTP response a terminating link put in a result's context (tRPC's own links put it at `response`). */
