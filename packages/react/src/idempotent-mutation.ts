@@ -11,19 +11,12 @@
 import {
   type Action,
   actionFingerprint,
-  actionStore,
-  chosenStorage,
   DEFAULT_LOOKUP_MAX_RUNNING_MS,
-  defaultStorage,
   defaultStorageName,
-  holdStorageName,
   type KeyStorage,
-  knownTab,
   newIdempotencyKey,
   type OutcomeLookup,
   press,
-  storageWhileHeld,
-  thisTab,
 } from "@idemkit/core/client";
 import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
 import {
@@ -31,15 +24,16 @@ import {
   type MutationFunctionContext,
   type UseMutationOptions,
   useMutation,
-  useMutationState,
   useQueryClient,
 } from "@tanstack/react-query";
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useRef, useState } from "react";
 import { DEFAULT_TAB_WAIT_MS, sendAcrossTabs } from "./across-tabs.js";
 import { IDLE, nextProgress, type Progress } from "./action-progress.js";
 import { type FormCache, type IdempotentMutationResult, shapeResult } from "./action-result.js";
-import { appCallbacks, carriedKey, carryingKey } from "./mutation-key-context.js";
+import { useKeptActionRead, useKeptActionStore } from "./kept-action.js";
+import { appCallbacks, carryingKey } from "./mutation-key-context.js";
 import { useOutcomeReconciliation } from "./outcome-reconciliation.js";
+import { useRestoredMutation } from "./restored-mutation.js";
 
 /**
  * @deprecated Renamed {@link IdempotentMutationKeyOptions}: `@idemkit/next` has an `IdempotentActionOptions` of its
@@ -152,17 +146,7 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
   } = options;
   const { path } = binding;
   const name = storageKey ?? defaultStorageName(path);
-  // The in-memory fallback lives in a ref: React may drop a memoized store, and the key must not go with it.
-  const memory = useRef<Action | undefined>(undefined);
-  /** Whether this form holds its storage name (no other mounted form keeps its action under it). */
-  const holdsName = useRef(true);
-  const store = useMemo(() => {
-    const chosen = chosenStorage(storage);
-    // sessionStorage is copied into a tab the browser duplicates: its actions are stamped with their tab.
-    const copiedWithTabs = chosen !== undefined && chosen === defaultStorage();
-    const own = chosen && storageWhileHeld(chosen, () => holdsName.current);
-    return actionStore(own, name, memory, copiedWithTabs ? knownTab : undefined);
-  }, [storage, name]);
+  const store = useKeptActionStore(storage, name, `useIdempotentMutation(${path})`);
 
   const [key, setKey] = useState<string | undefined>(undefined);
   const [progress, setProgress] = useState<Progress>(IDLE);
@@ -200,46 +184,7 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
     lookupMaxRunningMs,
   });
 
-  // Before the read below: a form whose name another form holds never takes that form's action for its own.
-  useEffect(() => {
-    const chosen = chosenStorage(storage);
-    if (!chosen) return undefined;
-    const { held, release } = holdStorageName(chosen, name, `useIdempotentMutation(${path})`);
-    holdsName.current = held;
-    return () => {
-      release();
-      holdsName.current = true;
-    };
-  }, [storage, name, path]);
-
-  // Read after mount, not during render: the server renders without storage, and the markup must match. Once the
-  // tab is known: a duplicated tab must not take the original's actions for its own. Not while a run is in
-  // flight: what the store holds then is that run's action.
-  const reconciledOnRead = useRef<string | undefined>(undefined);
-  useEffect(() => {
-    let asking: ReturnType<typeof reconcile>;
-    let stopped = false;
-    const read = () => {
-      if (stopped || running.current) return;
-      action.current = store.read();
-      setKey(action.current?.key);
-      // Once per action found: a store made anew on every render must not ask on every render. A lookup this
-      // effect started and its cleanup stopped (StrictMode runs effects twice) is asked again by the next run.
-      const found = action.current;
-      if (!found || reconciledOnRead.current === found.key) return;
-      reconciledOnRead.current = found.key;
-      asking = reconcile(found);
-    };
-    if (knownTab()) read();
-    else thisTab().then(read);
-    return () => {
-      stopped = true;
-      if (asking && !asking.settled()) {
-        asking.abort.abort();
-        reconciledOnRead.current = undefined;
-      }
-    };
-  }, [store, reconcile]);
+  useKeptActionRead({ store, action, running, setKey, reconcile });
 
   // The key rides in the mutation's onMutate result, so that a mutation persisted while paused offline resumes
   // after a reload with it (see idempotentMutationDefaults).
@@ -313,40 +258,15 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
   const queryClient = useQueryClient();
   const mutationKey = base.mutationKey;
   cacheRef.current = { queryClient, mutationKey };
-  // This action's mutation that TanStack Query restored after a reload (persisted while it waited offline, and
-  // resumed by idempotentMutationDefaults): shown as the hook's own until the user starts another action.
-  const restored = useMutationState({
-    filters: { mutationKey, predicate: (other) => key !== undefined && carriedKey(other.state.context) === key },
-    select: (other) => other.state,
-  }).at(-1);
-  /** The mutations in the cache still waiting to send the action with `actionKey`: the hook's own, or restored. */
-  const waitingWith = useCallback(
-    (actionKey: string | undefined, state: "paused" | "pending") =>
-      queryClient
-        .getMutationCache()
-        .findAll({ mutationKey, status: "pending" })
-        .filter(
-          (other) =>
-            actionKey !== undefined &&
-            carriedKey(other.state.context) === actionKey &&
-            (state === "pending" || other.state.isPaused),
-        ),
-    [queryClient, mutationKey],
-  );
-
-  // What the server answered a restored mutation counts as the hook's own answer would: a stored refusal retires
-  // the key, and when the link gave up, the lookup is asked.
-  const restoredError = mutation.isIdle ? restored?.error : undefined;
-  useEffect(() => {
-    const current = action.current;
-    if (!restoredError || !current || current.key !== key) return;
-    if (isStoredRefusal(restoredError)) {
-      action.current = { ...current, refused: true };
-      store.write(action.current);
-    } else if (isRetryableError(restoredError)) {
-      reconcile(current);
-    }
-  }, [restoredError, key, store, reconcile]);
+  const { restored, waitingWith } = useRestoredMutation({
+    queryClient,
+    mutationKey,
+    key,
+    idle: mutation.isIdle,
+    action,
+    store,
+    reconcile,
+  });
 
   const mutateAsync = useCallback(
     (input: TInput, callOptions?: MutateOptions<TOutput, TError, TInput>) => {

@@ -24,6 +24,9 @@ export interface ReconciliationOptions {
   lookupMaxRunningMs: number;
 }
 
+/** Asks the lookup about one action; returns whether it is done asking (`settled`) and what stops it. */
+export type Reconcile = (current: Action) => { abort: AbortController; settled: () => boolean } | undefined;
+
 /** What the lookup found, for the action with `key`. */
 interface Found {
   key: string;
@@ -64,8 +67,8 @@ export function useOutcomeReconciliation({
    * Asks the lookup what became of `current`, while it stays the current action, nothing runs for it and the form
    * is mounted. Returns whether it is done asking (`settled`), and what stops it.
    */
-  const reconcile = useCallback(
-    (current: Action): { abort: AbortController; settled: () => boolean } | undefined => {
+  const reconcile: Reconcile = useCallback(
+    (current: Action) => {
       const { ask, maxRunningMs } = lookupRef.current;
       if (!ask || current.refused || !mounted.current) return undefined;
       lookingUp.current?.abort();
