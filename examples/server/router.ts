@@ -1,5 +1,5 @@
 /** The checkout's API: place an order, edit its note, list the user's orders, and ask what became of an order. */
-import { StaleVersionError, updateIfVersion } from "@idemkit/outbox";
+import { StaleVersionError, updateIfVersion } from "@idemkit/drizzle";
 import { outcomeLookup, outcomeLookupInput } from "@idemkit/trpc";
 import { TRPCError } from "@trpc/server";
 import { and, desc, eq } from "drizzle-orm";

@@ -4,3 +4,5 @@ export type { AnyPgDatabase } from "./statements.js";
 export type { DrizzleStore, DrizzleStoreOptions } from "./store.js";
 export { drizzleStore } from "./store.js";
 export type { TransactionOf } from "./transaction.js";
+export type { VersionedUpdate } from "./versioned-update.js";
+export { StaleVersionError, updateIfVersion } from "./versioned-update.js";

@@ -4,8 +4,8 @@
  * test process and, for the crash tests, in a child process that the test kills.
  */
 import type { IdempotencyEvent, IdempotencyMode, IdempotencyStore } from "@idemkit/core";
-import { drizzleStore } from "@idemkit/drizzle";
-import { createOutbox, StaleVersionError, updateIfVersion } from "@idemkit/outbox";
+import { drizzleStore, StaleVersionError, updateIfVersion } from "@idemkit/drizzle";
+import { createOutbox } from "@idemkit/outbox";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { eq, sql } from "drizzle-orm";

@@ -2,8 +2,7 @@
  * The checkout API (DESIGN.md §4). `checkout.placeOrder` is protected by idemkit in atomic mode: the order, its
  * lines, the simulated payment and the stored result commit in one transaction, or none of them do.
  */
-import { drizzleStore } from "@idemkit/drizzle";
-import { StaleVersionError, updateIfVersion } from "@idemkit/outbox";
+import { drizzleStore, StaleVersionError, updateIfVersion } from "@idemkit/drizzle";
 import { idempotency, idempotencyErrorData, outcomeLookup, outcomeLookupInput } from "@idemkit/trpc";
 import { type AnyTRPCRouter, initTRPC, TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";

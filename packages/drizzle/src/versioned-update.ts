@@ -8,9 +8,9 @@
  * its client does not retry one, so the user can reload and edit again.
  */
 
-import type { AnyPgDatabase } from "@idemkit/drizzle";
 import { and, eq, getTableColumns, type SQL, sql } from "drizzle-orm";
 import { getTableConfig, type PgColumn, type PgTable, type PgUpdateSetSource } from "drizzle-orm/pg-core";
+import type { AnyPgDatabase } from "./statements.js";
 
 /** The row was changed (or deleted) since the version the write was based on. */
 export class StaleVersionError extends Error {
