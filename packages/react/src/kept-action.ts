@@ -6,13 +6,9 @@
 import {
   type Action,
   type ActionStore,
-  actionStore,
-  chosenStorage,
-  defaultStorage,
-  holdStorageName,
+  formActionStore,
   type KeyStorage,
   knownTab,
-  storageWhileHeld,
   thisTab,
 } from "@idemkit/core/client";
 import { type RefObject, useEffect, useMemo, useRef } from "react";
@@ -25,27 +21,9 @@ import type { Reconcile } from "./outcome-reconciliation.js";
 export function useKeptActionStore(storage: KeyStorage | "memory" | undefined, name: string, holder: string) {
   // The in-memory fallback lives in a ref: React may drop a memoized store, and the key must not go with it.
   const memory = useRef<Action | undefined>(undefined);
-  /** Whether this form holds its storage name (no other mounted form keeps its action under it). */
-  const holdsName = useRef(true);
-  const store = useMemo(() => {
-    const chosen = chosenStorage(storage);
-    // sessionStorage is copied into a tab the browser duplicates: its actions are stamped with their tab.
-    const copiedWithTabs = chosen !== undefined && chosen === defaultStorage();
-    const own = chosen && storageWhileHeld(chosen, () => holdsName.current);
-    return actionStore(own, name, memory, copiedWithTabs ? knownTab : undefined);
-  }, [storage, name]);
-
+  const store = useMemo(() => formActionStore(storage, name, memory, knownTab), [storage, name]);
   // Before the read: a form whose name another form holds never takes that form's action for its own.
-  useEffect(() => {
-    const chosen = chosenStorage(storage);
-    if (!chosen) return undefined;
-    const { held, release } = holdStorageName(chosen, name, holder);
-    holdsName.current = held;
-    return () => {
-      release();
-      holdsName.current = true;
-    };
-  }, [storage, name, holder]);
+  useEffect(() => store.hold(holder), [store, holder]);
   return store;
 }
 

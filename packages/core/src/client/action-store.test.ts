@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { actionStore, defaultStorage, type KeyStorage } from "./action-store.js";
+import { actionStore, defaultStorage, formActionStore, type KeyStorage } from "./action-store.js";
 
 function mapStorage(): KeyStorage & { entries: Map<string, string> } {
   const entries = new Map<string, string>();
@@ -89,5 +89,40 @@ describe("actionStore with tabs (sessionStorage, which a duplicated tab gets a c
 describe("defaultStorage", () => {
   it("is undefined where there is no sessionStorage, as during server rendering", () => {
     expect(defaultStorage()).toBeUndefined();
+  });
+});
+
+describe("formActionStore: a mounted form's store, holding its name", () => {
+  it("keeps a second form on a held name in memory, warned once, until the first lets the name go", () => {
+    const storage = mapStorage();
+    const warned: unknown[] = [];
+    const warn = console.warn;
+    console.warn = (...args: unknown[]) => warned.push(args[0]);
+    try {
+      const first = formActionStore(storage, "orders", { current: undefined }, () => undefined);
+      const second = formActionStore(storage, "orders", { current: undefined }, () => undefined);
+      const releaseFirst = first.hold("first form");
+      const releaseSecond = second.hold("second form");
+      second.write(action);
+      expect(first.read()).toBeUndefined();
+      expect(second.read()).toEqual(action);
+      expect(warned).toHaveLength(1);
+      releaseSecond();
+      releaseFirst();
+      const third = formActionStore(storage, "orders", { current: undefined }, () => undefined);
+      third.hold("third form");
+      third.write(action);
+      expect(formActionStore(storage, "orders", { current: undefined }, () => undefined).read()).toEqual(action);
+    } finally {
+      console.warn = warn;
+    }
+  });
+
+  it('keeps a form\'s action in memory alone with storage "memory"', () => {
+    const memory = { current: undefined };
+    const form = formActionStore("memory", "orders", memory, () => undefined);
+    form.hold("a form")();
+    form.write(action);
+    expect(memory.current).toEqual(action);
   });
 });

@@ -40,7 +40,7 @@ export function defaultStorage(): KeyStorage | undefined {
 }
 
 /** The storage a form keeps its action in: the one it was given, none for `"memory"`, else {@link defaultStorage}. */
-export function chosenStorage(storage: KeyStorage | "memory" | undefined): KeyStorage | undefined {
+function chosenStorage(storage: KeyStorage | "memory" | undefined): KeyStorage | undefined {
   return storage === "memory" ? undefined : (storage ?? defaultStorage());
 }
 
@@ -58,7 +58,7 @@ const warnedNames = new Set<string>();
  * that follows the form's position in the tree, which a list reordered after a reload, or a new release of the page,
  * moves, and with it the key of an action in flight.
  */
-export function holdStorageName(storage: KeyStorage, name: string, form: string): { held: boolean; release(): void } {
+function holdStorageName(storage: KeyStorage, name: string, form: string): { held: boolean; release(): void } {
   const names = heldNames.get(storage) ?? new Map<string, symbol>();
   heldNames.set(storage, names);
   if (names.has(name)) {
@@ -86,7 +86,7 @@ export function holdStorageName(storage: KeyStorage, name: string, form: string)
  * `storage` for a form only while `held()`: otherwise it holds nothing and takes nothing, which makes the action
  * store keep the form's action in memory.
  */
-export function storageWhileHeld(storage: KeyStorage, held: () => boolean): KeyStorage {
+function storageWhileHeld(storage: KeyStorage, held: () => boolean): KeyStorage {
   return {
     getItem: (name) => (held() ? storage.getItem(name) : null),
     setItem(name, value) {
@@ -158,6 +158,42 @@ function safely<T>(run: () => T): T | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A mounted form's action store, and how the form holds its storage name while it is mounted. */
+export interface FormActionStore extends ActionStore {
+  /** Holds the store's name for the form `holder` names (in warnings) until the returned release is called. */
+  hold(holder: string): () => void;
+}
+
+/**
+ * A form's action store under `name` in `storage` (sessionStorage by default, none for `"memory"`), the one both
+ * hooks keep their action in: while another mounted form holds the name, this one keeps its action in `memory`
+ * only (see {@link holdStorageName}); in sessionStorage, which a duplicated tab gets a copy of, actions are stamped
+ * with their tab (`tab`, known once the tab is).
+ */
+export function formActionStore(
+  storage: KeyStorage | "memory" | undefined,
+  name: string,
+  memory: { current: Action | undefined },
+  tab: () => TabIdentity | undefined,
+): FormActionStore {
+  const chosen = chosenStorage(storage);
+  let holdsName = true;
+  const copiedWithTabs = chosen !== undefined && chosen === defaultStorage();
+  const own = chosen && storageWhileHeld(chosen, () => holdsName);
+  return {
+    ...actionStore(own, name, memory, copiedWithTabs ? tab : undefined),
+    hold(holder) {
+      if (!chosen) return () => {};
+      const { held, release } = holdStorageName(chosen, name, holder);
+      holdsName = held;
+      return () => {
+        release();
+        holdsName = true;
+      };
+    },
+  };
 }
 
 /** Where a form keeps its action unless told otherwise (`storageKey`): one form per procedure and page. */

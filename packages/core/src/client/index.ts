@@ -16,15 +16,13 @@ export {
 } from "../retry.js";
 export type { PressContext, PressOutcome } from "./action-policy.js";
 export { continuedAction, press } from "./action-policy.js";
-export type { Action, ActionStore, KeyStorage } from "./action-store.js";
+export type { Action, ActionStore, FormActionStore, KeyStorage } from "./action-store.js";
 export {
   actionFingerprint,
   actionStore,
-  chosenStorage,
   defaultStorage,
   defaultStorageName,
-  holdStorageName,
-  storageWhileHeld,
+  formActionStore,
 } from "./action-store.js";
 export { browserStorage } from "./browser-storage.js";
 export type { OutcomeLookup } from "./outcome-polling.js";

@@ -14,19 +14,15 @@ import {
   type Action,
   abortableDelay,
   actionFingerprint,
-  actionStore,
-  chosenStorage,
   DEFAULT_LOOKUP_MAX_RUNNING_MS,
   DEFAULT_RETRY_POLICY,
-  defaultStorage,
-  holdStorageName,
+  formActionStore,
   type KeyStorage,
   knownTab,
   newIdempotencyKey,
   press,
   sendWithRetries,
   settledOutcome,
-  storageWhileHeld,
   thisTab,
 } from "@idemkit/core/client";
 import { unstable_isUnrecognizedActionError, unstable_rethrow } from "next/navigation.js";
@@ -112,29 +108,12 @@ export function useIdempotentActionState<State>(
     () => false,
   );
   const memory = useRef<Action | undefined>(undefined);
-  const holdsName = useRef(true);
   const inFlight = useRef<Action | undefined>(undefined);
   const unmounted = useRef<AbortSignal>(AbortSignal.abort());
   const policy: RetryPolicy | undefined = retry === false ? undefined : { ...DEFAULT_RETRY_POLICY, ...retry };
 
-  const kept = useMemo(() => {
-    const chosen = chosenStorage(storage);
-    // sessionStorage is copied into a tab the browser duplicates: its actions are stamped with their tab.
-    const copiedWithTabs = chosen !== undefined && chosen === defaultStorage();
-    const own = chosen && storageWhileHeld(chosen, () => holdsName.current);
-    return actionStore(own, storageKey, memory, copiedWithTabs ? knownTab : undefined);
-  }, [storage, storageKey]);
-
-  useEffect(() => {
-    const chosen = chosenStorage(storage);
-    if (!chosen) return undefined;
-    const { held, release } = holdStorageName(chosen, storageKey, `useIdempotentActionState(${storageKey})`);
-    holdsName.current = held;
-    return () => {
-      release();
-      holdsName.current = true;
-    };
-  }, [storage, storageKey]);
+  const kept = useMemo(() => formActionStore(storage, storageKey, memory, knownTab), [storage, storageKey]);
+  useEffect(() => kept.hold(`useIdempotentActionState(${storageKey})`), [kept, storageKey]);
 
   useEffect(() => {
     const mounted = new AbortController();
