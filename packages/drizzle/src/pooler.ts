@@ -191,6 +191,13 @@ async function losesPreparedStatements(client: PostgresJsClient): Promise<boolea
         }
       }
       return false;
+    } catch (error) {
+      // Either connection may be left in a transaction by a failure part-way (postgres.js 3 would hand it back to
+      // the app's pool as it is, and the app's writes on it would be lost with that transaction).
+      await Promise.all(
+        [first.unsafe("rollback"), second.unsafe("rollback")].map((sent) => Promise.resolve(sent).catch(() => {})),
+      );
+      throw error;
     } finally {
       second.release();
     }
