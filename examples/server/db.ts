@@ -3,7 +3,7 @@
  * (a crash, a restart) fails cleanly instead of meeting postgres.js 3.4's defects there.
  */
 // #region db
-import { guardedConnections } from "@idemkit/drizzle/postgres-js";
+import { guardedConnections } from "@idemkit/postgres-js-guard";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { env } from "./env";

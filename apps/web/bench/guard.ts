@@ -5,7 +5,7 @@
  *
  * Environment: BENCH_SECONDS per round and pool (6), BENCH_ROUNDS (4).
  */
-import { guardedConnections } from "@idemkit/drizzle/postgres-js";
+import { guardedConnections } from "@idemkit/postgres-js-guard";
 import { createDatabase, startPostgres } from "@idemkit/testkit";
 import postgres from "postgres";
 import { printTable } from "./shared";

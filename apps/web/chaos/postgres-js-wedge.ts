@@ -7,7 +7,7 @@
  *
  *   npm run chaos:driver -w @idemkit/web
  */
-import { guardedConnections } from "@idemkit/drizzle/postgres-js";
+import { guardedConnections } from "@idemkit/postgres-js-guard";
 import { createDatabase, startPostgres } from "@idemkit/testkit";
 import postgres from "postgres";
 

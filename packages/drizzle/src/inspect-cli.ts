@@ -10,7 +10,7 @@
  * codes a script can use: 0 done, 1 the database failed (unreachable, or the table missing: said as such), 2 a usage
  * error, 3 `show` found nothing. Purging is `idemkit-purge`.
  */
-import { recordLines, wrongCount } from "@idemkit/core/command-line";
+import { recordLines, wrongCount } from "@idemkit/command-line";
 import { isSealedBody } from "@idemkit/core/internal";
 import { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
 import { ageMs, wrongAge } from "./purge-command.js";

@@ -10,7 +10,7 @@ import {
   type InspectReport,
   missingDriver,
   runCommandLine,
-} from "@idemkit/core/command-line";
+} from "@idemkit/command-line";
 import { causeChain } from "@idemkit/core/internal";
 import { type PgSchema, pgSchema } from "drizzle-orm/pg-core";
 import { databaseMessageOf, sqlStateOf } from "./driver-errors.js";

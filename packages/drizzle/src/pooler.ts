@@ -14,8 +14,11 @@
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { isPreparedStatementLost } from "./driver-errors.js";
 
-/** What `guardedConnections` marks its socket factory with: its sockets fail a COMMIT answered ROLLBACK. */
-export const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
+/**
+ * What `guardedConnections` (`@idemkit/postgres-js-guard`) marks its socket factory with, by this registered name:
+ * its sockets fail a COMMIT answered ROLLBACK.
+ */
+const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
 
 /** A connection of a postgres.js pool held for the probe alone (`sql.reserve()`, postgres.js 3.4 and 4). */
 interface ReservedConnection {

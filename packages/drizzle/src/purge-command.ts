@@ -5,7 +5,7 @@
  * exit codes: 0 done, 1 the database failed, 2 a usage error), and a line, or `--json` a document, of what it
  * deleted.
  */
-import { wrongCount } from "@idemkit/core/command-line";
+import { wrongCount } from "@idemkit/command-line";
 import { runInspectCommand, type TableName } from "./inspect-command.js";
 import type { AnyPgDatabase } from "./statements.js";
 

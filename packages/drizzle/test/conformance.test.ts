@@ -1,5 +1,6 @@
 import { encryptedStore } from "@idemkit/core";
 import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
+import { guardedConnections } from "@idemkit/postgres-js-guard";
 import { createDatabase, MIGRATIONS_FOLDER, openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { getTableName, sql, type Table } from "drizzle-orm";
 import { Cache, type MutationOption } from "drizzle-orm/cache/core";
@@ -10,7 +11,6 @@ import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
 import { afterAll, beforeAll, inject } from "vitest";
 import { drizzleStore, idempotencyKeysTable } from "../src/index.js";
-import { guardedConnections } from "../src/postgres-js.js";
 
 let pglite: Awaited<ReturnType<typeof openPglite>>;
 let server: Awaited<ReturnType<typeof openPostgres>>;

@@ -14,6 +14,7 @@ import {
   isIdempotencyError,
 } from "@idemkit/core";
 import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
+import { guardedConnections } from "@idemkit/postgres-js-guard";
 import {
   openPooled,
   type PooledDatabase,
@@ -26,7 +27,6 @@ import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { drizzleStore, type TransactionOf } from "../src/index.js";
-import { guardedConnections } from "../src/postgres-js.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the suites run over each driver's own database type
 type AnyDb = any;

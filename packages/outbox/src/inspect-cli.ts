@@ -10,7 +10,7 @@
  * 1 the database failed, 2 a usage error, 3 requeue found no dead event to put back. Purging is
  * `idemkit-outbox-purge`.
  */
-import { wrongCount } from "@idemkit/core/command-line";
+import { wrongCount } from "@idemkit/command-line";
 import { type Args, type InspectReport, runInspectCommand, type SqlClient } from "@idemkit/drizzle/internal";
 import { outboxEventsTable } from "./outbox-schema.js";
 import { retryDeadEvents } from "./relay.js";

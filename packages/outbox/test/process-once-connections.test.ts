@@ -3,7 +3,7 @@
  * restart ends them), on a real PostgreSQL: nothing commits outside its transaction, and the redelivery runs. Pools
  * have one connection, so the next statement goes through the connection that was ended.
  */
-import { guardedConnections } from "@idemkit/drizzle/postgres-js";
+import { guardedConnections } from "@idemkit/postgres-js-guard";
 import { endingConnections } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";

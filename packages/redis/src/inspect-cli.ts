@@ -1,4 +1,12 @@
 #!/usr/bin/env node
+import {
+  type CommandArgs,
+  type InspectReport,
+  missingDriver,
+  recordLines,
+  runCommandLine,
+  wrongCount,
+} from "@idemkit/command-line";
 /**
  * `idemkit-redis`: what an operator asks of the records in Redis, from the server at REDIS_URL. A record's key is a
  * digest of its id, so `show` needs the scope and path with the key, and `list` names records by their Redis key:
@@ -11,14 +19,6 @@
  * failed (unreachable: said as such), 2 a usage error, 3 `show` found nothing.
  */
 import type { StoredRecord } from "@idemkit/core";
-import {
-  type CommandArgs,
-  type InspectReport,
-  missingDriver,
-  recordLines,
-  runCommandLine,
-  wrongCount,
-} from "@idemkit/core/command-line";
 import { isSealedBody } from "@idemkit/core/internal";
 import { commandsOf, type RedisClient } from "./client.js";
 import { recordKeyOf, recordOf, recordPattern } from "./store.js";

@@ -18,7 +18,19 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const CONSUMER = fileURLToPath(new URL("../consumer/", import.meta.url));
-const PACKAGES = ["core", "drizzle", "outbox", "next", "trpc", "react", "pg-boss", "redis", "playwright"] as const;
+const PACKAGES = [
+  "core",
+  "command-line",
+  "postgres-js-guard",
+  "drizzle",
+  "outbox",
+  "next",
+  "trpc",
+  "react",
+  "pg-boss",
+  "redis",
+  "playwright",
+] as const;
 /** What the consumer app imports besides idemkit, at the versions the workspace tests with. */
 const THIRD_PARTY = [
   "@electric-sql/pglite",

@@ -19,7 +19,19 @@ const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const VERDACCIO = join(ROOT, "node_modules", "verdaccio", "bin", "verdaccio");
 const CHANGESET = join(ROOT, "node_modules", "@changesets", "cli", "bin.js");
 /** The packages `changeset publish` publishes: every workspace that is not private. */
-const PUBLISHED = ["core", "trpc", "drizzle", "outbox", "next", "react", "redis", "pg-boss", "playwright"];
+const PUBLISHED = [
+  "core",
+  "command-line",
+  "postgres-js-guard",
+  "trpc",
+  "drizzle",
+  "outbox",
+  "next",
+  "react",
+  "redis",
+  "pg-boss",
+  "playwright",
+];
 
 /** Runs a command; a failure says what it printed. */
 async function run(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }) {

@@ -64,7 +64,7 @@ export async function openDatabase({
     const { default: postgres } = await import("postgres");
     const { drizzle } = await import("drizzle-orm/postgres-js");
     const { migrate } = await import("drizzle-orm/postgres-js/migrator");
-    const { guardedConnections } = await import("@idemkit/drizzle/postgres-js");
+    const { guardedConnections } = await import("@idemkit/postgres-js-guard");
     const migrator = postgres(directUrl ?? url, { max: 1, onnotice: () => {}, prepare: false, ...BOUNDED });
     try {
       await againWhileRacing(() => migrate(drizzle(migrator), { migrationsFolder: MIGRATIONS }));

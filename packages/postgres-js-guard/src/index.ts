@@ -2,7 +2,7 @@
  * `guardedConnections()`: the sockets a postgres.js pool connects through, so that a connection the database ends
  * (a crash, a restart, `pg_terminate_backend`, a proxy dropping it) is ended cleanly, without the defects postgres.js
  * 3.4.9 shows there (porsager/postgres#1154, #1208), each reproduced without the guard in
- * `packages/drizzle/test/postgres-js.test.ts` and measured by `npm run chaos`:
+ * `test/guarded-socket.test.ts` and measured by `npm run chaos`:
  * - the session's last error (`57P01 terminating connection`) stays with the connection and fails the first
  *   statement sent after it reconnects, so requests fail after the database is back;
  * - a statement sent on a connection that closed under a transaction (its ROLLBACK) throws an uncaught
@@ -32,7 +32,6 @@ import { EventEmitter } from "node:events";
 import { connect as connectTcp, isIP, type Socket } from "node:net";
 import { type ConnectionOptions, connect as connectTls } from "node:tls";
 import postgres from "postgres";
-import { FAILS_ROLLED_BACK_COMMITS } from "./pooler.js";
 import {
   ClientStreamReader,
   commitsTransaction,
@@ -45,6 +44,13 @@ import {
   type ServerMessages,
   ServerStreamReader,
 } from "./protocol-messages.js";
+
+/**
+ * The mark this guard's socket factory carries, read by `@idemkit/drizzle` by the same registered name (neither
+ * package imports the other): sockets that fail a COMMIT PostgreSQL answered ROLLBACK, which postgres.js 3 would
+ * report done, so the store need not read its record back after one.
+ */
+const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
 
 export interface GuardedSocketOptions {
   /**

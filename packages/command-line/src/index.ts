@@ -5,8 +5,8 @@
  * options, connect to the server its environment names (with a driver the app installed, loaded only once a server
  * is needed), run, and print one JSON document (`--json`) or lines for people. The exit codes, here and nowhere
  * else, so that a script reads every command alike: 0 done; 1 the server failed, said on one line as what to do
- * about it (never a stack); 2 a usage error, said on one line followed by the usage; 3 nothing found. Node.js only:
- * a separate entry, so no bundle for the browser sees it.
+ * about it (never a stack); 2 a usage error, said on one line followed by the usage; 3 nothing found. Node.js only,
+ * and no part of the engine: a package of its own, which only the packages with commands depend on.
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
 

@@ -1,0 +1,82 @@
+/**
+ * idemkit's transactions on a postgres.js 3.4.9 pool whose connection the database ends under them (here by
+ * `pg_terminate_backend`, as a crash or a restart ends it), on a real PostgreSQL: plain, and through
+ * `@idemkit/postgres-js-guard`. Pools have one connection, so the next statement must go through the connection
+ * that was ended. vitest fails a run on any uncaught exception, so "nothing uncaught" is checked by every test.
+ */
+import { guardedConnections } from "@idemkit/postgres-js-guard";
+import { endingConnections } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
+import { describe, expect, it } from "vitest";
+import { drizzleStore } from "../src/index.js";
+
+const ending = endingConnections();
+
+function pool({ guarded }: { guarded: boolean }): postgres.Sql {
+  const options = { max: 1, connect_timeout: 2, onnotice: () => {} };
+  return ending.track(postgres(ending.url, guarded ? guardedConnections(options) : options));
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const { terminate, terminateBackendOf } = ending;
+
+describe("idemkit's own transactions, on a plain postgres.js pool", () => {
+  it("never have postgres.js throw uncaught for a connection that closed under them", async () => {
+    const db = drizzle(pool({ guarded: false }));
+    const store = drizzleStore({ db });
+    const key = globalThis.crypto.randomUUID();
+    const call = store.atomic.transaction(async (session) => {
+      await session.claim(claimOf(key));
+      const [row] = (await session.tx.execute(sql`select pg_backend_pid() as pid`)) as unknown as Array<{
+        pid: number;
+      }>;
+      const slow = session.tx.execute(sql`select pg_sleep(5)`);
+      await pause(50);
+      await terminate(row?.pid);
+      // Fails when the connection closes, and so does the procedure, at once.
+      await slow;
+    });
+    await expect(call).rejects.toThrow();
+    // Nothing was thrown uncaught (vitest would fail the run). The pool's next statements may still meet
+    // postgres.js's stale state: that is the guard's to end (above).
+  });
+});
+
+describe("drizzleStore on a guarded pool", () => {
+  it.each(["fails", "catches the failure and returns"] as const)(
+    "refuse an atomic call whose connection ended just after its claim, whose procedure %s, and serve the next",
+    async (ending) => {
+      const db = drizzle(pool({ guarded: true }));
+      const store = drizzleStore({ db });
+      const key = globalThis.crypto.randomUUID();
+      const call = store.atomic.transaction(async (session) => {
+        await session.claim(claimOf(key));
+        await terminateBackendOf(session.tx);
+        const next = session.tx.execute(sql`select 1`);
+        await (ending === "fails" ? next : next.catch(() => {}));
+        await session.complete(claimOf(key).id, { status: 200, body: "{}" }, Date.now() + 60_000, {
+          undoEffects: false,
+        });
+        return "done";
+      });
+      await expect(call).rejects.toThrow();
+      expect(await store.get(claimOf(key).id)).toBeUndefined();
+      expect(await store.atomic.transaction((session) => session.claim(claimOf(key)))).toMatchObject({
+        status: "claimed",
+      });
+    },
+  );
+});
+
+function claimOf(key: string) {
+  const now = Date.now();
+  return {
+    id: { scope: "s", path: "ended.connection", key },
+    fingerprint: "fp",
+    now,
+    leaseExpiresAt: now + 30_000,
+    expiresAt: now + 60_000,
+  };
+}
