@@ -17,8 +17,11 @@ import { installedVersions, packed, run } from "../scaffold.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CREATE_NEXT_APP = "create-next-app@16.4.3";
-/** The packages the README's Server Action section installs, and core, which stands in for its published version. */
-const PACKAGES = ["core", "drizzle", "next"] as const;
+/**
+ * The packages the README's Server Action section installs, and core and command-line, which
+ * stand in for their published versions.
+ */
+const PACKAGES = ["core", "command-line", "drizzle", "next"] as const;
 /** What the app was installed at, reported so a run says which versions it tested. */
 const REPORTED = ["next", "react", "drizzle-orm", "postgres"];
 

@@ -13,8 +13,11 @@ import { fileURLToPath } from "node:url";
 import { installedVersions, packed, run } from "../scaffold.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** The packages the README's T3 section installs, and core, which stands in for its published version. */
-const PACKAGES = ["core", "trpc", "drizzle", "react"] as const;
+/**
+ * The packages the README's T3 section installs, and core and command-line, which
+ * stand in for their published versions.
+ */
+const PACKAGES = ["core", "command-line", "trpc", "drizzle", "react"] as const;
 /** What the app was installed at, reported so a run says which versions it tested. */
 const REPORTED = ["@trpc/server", "@trpc/react-query", "@tanstack/react-query", "drizzle-orm", "postgres", "next"];
 

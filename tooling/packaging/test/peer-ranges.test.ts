@@ -32,7 +32,7 @@ const CONSUMER = fileURLToPath(new URL("../consumer/", import.meta.url));
 const TSC = createRequire(import.meta.url).resolve("typescript/bin/tsc");
 const VITEST = join(ROOT, "node_modules", "vitest", "vitest.mjs");
 /** The packages whose peer ranges these ends are of. */
-const PACKAGES = ["core", "trpc", "drizzle", "outbox"] as const;
+const PACKAGES = ["core", "command-line", "trpc", "drizzle", "outbox"] as const;
 
 const ENDS = {
   oldest: {

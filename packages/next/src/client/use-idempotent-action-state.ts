@@ -12,7 +12,6 @@
 import type { RetryPolicy } from "@idemkit/core";
 import {
   type Action,
-  abortableDelay,
   actionFingerprint,
   DEFAULT_LOOKUP_MAX_RUNNING_MS,
   DEFAULT_RETRY_POLICY,
@@ -21,11 +20,8 @@ import {
   knownTab,
   newIdempotencyKey,
   press,
-  sendWithRetries,
-  settledOutcome,
   thisTab,
 } from "@idemkit/core/client";
-import { unstable_isUnrecognizedActionError, unstable_rethrow } from "next/navigation.js";
 import {
   startTransition,
   useActionState,
@@ -41,10 +37,10 @@ import {
   comparedFields,
   IDEMPOTENCY_KEY_FIELD,
   isActionRefusal,
-  isLookupPending,
   keepsSubmission,
   LOOKUP_FIELD,
 } from "../form-contract.js";
+import { anotherInputInFlight, isNavigation, sentWithRetries, storedAnswer } from "./submission.js";
 
 /** Where and how the hook keeps a form's action, and how it sends it again. */
 export interface UseIdempotentActionStateOptions {
@@ -153,42 +149,28 @@ export function useIdempotentActionState<State>(
   };
 
   /**
-   * The lookup: what the action stored for the key, asked again while it still runs; the previous state if nothing
-   * is stored, or if the lookup itself was refused (it is a convenience: the key is kept, pressing again is safe).
-   * While it asks, the action counts as in flight: a press with its fields joins it, one with others is refused.
+   * The lookup: what the action stored for the key, or the previous state if nothing is (or the lookup was
+   * refused). While it asks, the action counts as in flight: a press with its fields joins it, one with others is
+   * refused.
    */
   const lookedUp = async (
     previous: State | ActionRefusal,
     form: FormData,
     ours: Action | undefined,
   ): Promise<State | ActionRefusal> => {
-    let found: { value: State | ActionRefusal } | undefined;
     const key = String(form.get(IDEMPOTENCY_KEY_FIELD));
     try {
-      await settledOutcome(
-        async () => {
-          try {
-            const value = await action(previous, form);
-            if (isLookupPending(value)) return { state: value.idempotencyOutcome };
-            if (isActionRefusal(value)) return { state: "unknown" };
-            found = { value };
-            return { state: "completed", data: value };
-          } catch (error) {
-            // A stored redirect: the router follows it; the action is done.
-            if (ours && isNavigation(error)) settle(ours, { navigated: true });
-            throw error;
-          }
-        },
-        { path: "", key },
-        { signal: unmounted.current, maxRunningMs: lookupMaxRunningMs },
-        () => {},
-      );
+      const found = await storedAnswer(() => action(previous, form), key, {
+        signal: unmounted.current,
+        maxRunningMs: lookupMaxRunningMs,
+        navigated: () => ours && settle(ours, { navigated: true }),
+      });
+      if (!found) return previous;
+      if (ours) settle(ours, found);
+      return found.value;
     } finally {
       if (inFlight.current?.key === key) inFlight.current = undefined;
     }
-    if (!found) return previous;
-    if (ours) settle(ours, found);
-    return found.value;
   };
 
   const [state, dispatch, isPending] = useActionState<State | ActionRefusal, FormData>(
@@ -252,82 +234,4 @@ export function useIdempotentActionState<State>(
 
   const shown = refusedPress && refusedPress.over === state ? refusedPress.refusal : state;
   return [shown, hydrated ? pressed : dispatch, isPending];
-}
-
-/**
- * Sends a submission, and again with the same key while its answer is lost (the fetch failed, or its answer broke
- * off) or "not now", as `policy` allows, and never once `signal` aborts (the form is gone: its next mount looks the
- * key up); a refusal or value that is the action's answer is returned as it is. Thrown on, as without idemkit: an
- * error the action threw on the server (it carries a digest), an action this deployment does not know, and
- * Next.js's navigations.
- */
-async function sentWithRetries<T>(
-  send: () => Promise<T>,
-  policy: RetryPolicy | undefined,
-  signal: AbortSignal,
-): Promise<T | ActionRefusal> {
-  /** What came back last: a refusal to show as it is, or nothing (the answer was lost). */
-  let last: { value: T } | { lost: unknown } | undefined;
-  const ended = await sendWithRetries<T, { value: T } | { lost: unknown }>(
-    async () => {
-      // A form that is gone sends nothing more: its next mount looks the key up.
-      if (last && signal.aborted) return { failure: last, retryable: false };
-      try {
-        const value = await send();
-        if (!isActionRefusal(value) || !value.idempotencyError.retryable) return { answer: value };
-        last = { value };
-        return { failure: last, retryable: true, retryAfterMs: value.idempotencyError.retryAfterMs ?? 0 };
-      } catch (error) {
-        if (isNavigation(error) || hasDigest(error) || unstable_isUnrecognizedActionError(error)) throw error;
-        last = { lost: error };
-        return { failure: last, retryable: true, retryAfterMs: 0 };
-      }
-    },
-    {
-      // Without a policy, a submission is sent once.
-      policy: policy ?? { ...DEFAULT_RETRY_POLICY, maxAttempts: 1 },
-      signal,
-      now: Date.now,
-      sleep: (ms, aborting) => abortableDelay(ms, aborting).catch(() => {}),
-    },
-  );
-  if ("answer" in ended) return ended.answer;
-  return "value" in ended.failure ? ended.failure.value : unreachable();
-}
-
-function hasDigest(error: unknown): boolean {
-  return typeof error === "object" && error !== null && typeof (error as { digest?: unknown }).digest === "string";
-}
-
-function anotherInputInFlight(): ActionRefusal {
-  return {
-    idempotencyError: {
-      code: "IN_PROGRESS",
-      message: "Your last submission is still on its way. Wait for its answer before sending other values.",
-      retryable: true,
-      retryAfterMs: undefined,
-    },
-  };
-}
-/** Whether `error` is Next.js ending the action with a navigation (a redirect, a 404): the router's, not a failure. */
-function isNavigation(error: unknown): boolean {
-  try {
-    unstable_rethrow(error);
-    return false;
-  } catch {
-    return true;
-  }
-}
-
-/** The state of a submission whose answer never arrived, however often it was sent. */
-function unreachable(): ActionRefusal {
-  return {
-    idempotencyError: {
-      code: "UNREACHABLE",
-      message:
-        "The server could not be reached, so this may not have gone through. Send it again: it will not be done twice.",
-      retryable: true,
-      retryAfterMs: undefined,
-    },
-  };
 }

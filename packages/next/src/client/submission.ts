@@ -1,0 +1,119 @@
+/**
+ * How the Server Action hook sends a submission and reads what came back, apart from React: sent again with its key
+ * while its answer is lost or "not now", looked up after a reload, and the refusal states the hook shows itself.
+ */
+import type { RetryPolicy } from "@idemkit/core";
+import { abortableDelay, DEFAULT_RETRY_POLICY, sendWithRetries, settledOutcome } from "@idemkit/core/client";
+import { unstable_isUnrecognizedActionError, unstable_rethrow } from "next/navigation.js";
+import { type ActionRefusal, isActionRefusal, isLookupPending } from "../form-contract.js";
+
+/**
+ * Sends a submission, and again with the same key while its answer is lost (the fetch failed, or its answer broke
+ * off) or "not now", as `policy` allows, and never once `signal` aborts (the form is gone: its next mount looks the
+ * key up); a refusal or value that is the action's answer is returned as it is. Thrown on, as without idemkit: an
+ * error the action threw on the server (it carries a digest), an action this deployment does not know, and
+ * Next.js's navigations.
+ */
+export async function sentWithRetries<T>(
+  send: () => Promise<T>,
+  policy: RetryPolicy | undefined,
+  signal: AbortSignal,
+): Promise<T | ActionRefusal> {
+  /** What came back last: a refusal to show as it is, or nothing (the answer was lost). */
+  let last: { value: T } | { lost: unknown } | undefined;
+  const ended = await sendWithRetries<T, { value: T } | { lost: unknown }>(
+    async () => {
+      // A form that is gone sends nothing more: its next mount looks the key up.
+      if (last && signal.aborted) return { failure: last, retryable: false };
+      try {
+        const value = await send();
+        if (!isActionRefusal(value) || !value.idempotencyError.retryable) return { answer: value };
+        last = { value };
+        return { failure: last, retryable: true, retryAfterMs: value.idempotencyError.retryAfterMs ?? 0 };
+      } catch (error) {
+        if (isNavigation(error) || hasDigest(error) || unstable_isUnrecognizedActionError(error)) throw error;
+        last = { lost: error };
+        return { failure: last, retryable: true, retryAfterMs: 0 };
+      }
+    },
+    {
+      // Without a policy, a submission is sent once.
+      policy: policy ?? { ...DEFAULT_RETRY_POLICY, maxAttempts: 1 },
+      signal,
+      now: Date.now,
+      sleep: (ms, aborting) => abortableDelay(ms, aborting).catch(() => {}),
+    },
+  );
+  if ("answer" in ended) return ended.answer;
+  return "value" in ended.failure ? ended.failure.value : unreachable();
+}
+
+function hasDigest(error: unknown): boolean {
+  return typeof error === "object" && error !== null && typeof (error as { digest?: unknown }).digest === "string";
+}
+
+/** The state of a press with other fields while an action is on its way: shown until that one answers. */
+export function anotherInputInFlight(): ActionRefusal {
+  return {
+    idempotencyError: {
+      code: "IN_PROGRESS",
+      message: "Your last submission is still on its way. Wait for its answer before sending other values.",
+      retryable: true,
+      retryAfterMs: undefined,
+    },
+  };
+}
+/** Whether `error` is Next.js ending the action with a navigation (a redirect, a 404): the router's, not a failure. */
+export function isNavigation(error: unknown): boolean {
+  try {
+    unstable_rethrow(error);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** The state of a submission whose answer never arrived, however often it was sent. */
+function unreachable(): ActionRefusal {
+  return {
+    idempotencyError: {
+      code: "UNREACHABLE",
+      message:
+        "The server could not be reached, so this may not have gone through. Send it again: it will not be done twice.",
+      retryable: true,
+      retryAfterMs: undefined,
+    },
+  };
+}
+
+/**
+ * What the action stored for `key`, asked with `lookUp` (a submission carrying the lookup field) and asked again
+ * while the action still runs elsewhere, up to `maxRunningMs`: its value, or undefined when nothing is stored or
+ * the lookup was refused (a lookup is a convenience: the key is kept, and pressing again is safe). A stored redirect
+ * or 404 is thrown for the router to follow, after `navigated` is told: the action is done.
+ */
+export async function storedAnswer<T>(
+  lookUp: () => Promise<T | ActionRefusal>,
+  key: string,
+  { signal, maxRunningMs, navigated }: { signal: AbortSignal; maxRunningMs: number; navigated: () => void },
+): Promise<{ value: T } | undefined> {
+  let found: { value: T } | undefined;
+  await settledOutcome(
+    async () => {
+      try {
+        const value = await lookUp();
+        if (isLookupPending(value)) return { state: value.idempotencyOutcome };
+        if (isActionRefusal(value)) return { state: "unknown" };
+        found = { value };
+        return { state: "completed", data: value };
+      } catch (error) {
+        if (isNavigation(error)) navigated();
+        throw error;
+      }
+    },
+    { path: "", key },
+    { signal, maxRunningMs },
+    () => {},
+  );
+  return found;
+}
