@@ -68,6 +68,15 @@ export interface DrizzleStoreOptions<TDb extends AnyPgDatabase> {
    * `idempotencyKeysTable(name, schema)` and exported from your schema. Default `idempotencyKeys`.
    */
   table?: IdempotencyKeysTable;
+  /**
+   * Whether atomic mode watches for a procedure's statements sent through the database instead of its transaction
+   * (see "Writes that bypass the transaction"): on one connection (PGlite, a pool of one) such a statement is
+   * refused at once, where it would wait forever; on a pool, development builds warn. The watch wraps the public
+   * methods of your driver's client (`db.$client`), Drizzle having no hook that sees a statement before it is sent;
+   * false leaves your client as it is, and a bypass on one connection then hangs until something times it out.
+   * Default true.
+   */
+  watchBypasses?: boolean;
 }
 
 /** A store over Drizzle: lease mode through its methods, atomic mode through `atomic`. */
@@ -95,9 +104,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   db,
   waitMs = DEFAULT_WAIT_MS,
   table = idempotencyKeys,
+  watchBypasses = true,
 }: DrizzleStoreOptions<TDb>): DrizzleStore<TDb> {
   const statements = statementsFor(qualifiedName(table));
-  const guard = bypassGuard(db);
+  const guard = watchBypasses ? bypassGuard(db) : undefined;
   preparedOnce(db);
   // postgres.js prepares its COMMIT: behind a pooler it is refused (see pooler.ts), and where a COMMIT answered
   // ROLLBACK would be reported done, the record is read back once the transaction is over.

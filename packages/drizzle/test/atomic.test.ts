@@ -409,6 +409,34 @@ describe("a statement that bypasses the idempotent transaction", () => {
     expect(rowsOf(await other.execute(sql`select 1 as one`))[0]?.one).toBe(1);
   });
 
+  it("is not watched with watchBypasses: false, which leaves the driver's client as it is", async () => {
+    const own = await openPglite();
+    try {
+      const { query, exec, transaction } = own.db.$client;
+      drizzleStore({ db: own.db, watchBypasses: false });
+      expect([own.db.$client.query, own.db.$client.exec, own.db.$client.transaction]).toEqual([
+        query,
+        exec,
+        transaction,
+      ]);
+      drizzleStore({ db: own.db });
+      expect(own.db.$client.query).not.toBe(query);
+    } finally {
+      await own.close();
+    }
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const key = globalThis.crypto.randomUUID();
+      await drizzleStore({ db: server.db, watchBypasses: false }).atomic.transaction(async (session) => {
+        await session.claim({ ...claimFor(key), id: { ...claimFor(key).id, path: "notes.unwatched" } });
+        await server.db.execute(sql`insert into notes (key) values (${key})`);
+      });
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
   it("runs inside the transaction on node-postgres's single Client, where the database and the transaction share it", async () => {
     const client = new pg.Client({ connectionString: nodePostgres.url });
     await client.connect();
