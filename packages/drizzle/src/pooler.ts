@@ -76,10 +76,14 @@ export function poolerNeedsUnpreparedStatements(detail: string, cause?: unknown)
 interface Verdict {
   /** Set once a pooler was seen losing its statements: every call of idemkit's on the client is refused. */
   refusal?: IdempotencyError;
-  /** The probe under way, or done; unset again when it failed, to be asked on the next call. */
+  /** The probe under way; unset once it failed, to be asked again by the next call. */
   probe?: Promise<void> | undefined;
-  /** No call waits for the probe any more: it answered, or outlasted `PROBE_WAIT_MS` once. */
-  settled?: boolean;
+  /** The probe answered: there is no asking again. */
+  answered?: boolean;
+  /** A call outlasted `PROBE_WAIT_MS` waiting for the probe: the calls after it go on without waiting. */
+  unwaited?: boolean;
+  /** How many probes found no second connection of the pool free in time. */
+  crowded: number;
 }
 
 const verdicts = new WeakMap<object, Verdict>();
@@ -91,10 +95,19 @@ const verdicts = new WeakMap<object, Verdict>();
  */
 const PROBE_WAIT_MS = 2_000;
 
+/**
+ * How many times a pool too busy to lend the probe a second connection is asked again, by the calls after it and
+ * without holding them up; past that the signs after refuse it (see `refusedBehindPooler`).
+ */
+const CROWDED_PROBES = 3;
+
+/** The probe found every other connection of the pool taken: it asks again later. */
+class PoolCrowded extends Error {}
+
 function verdictOf(client: PostgresJsClient): Verdict {
   let verdict = verdicts.get(client);
   if (!verdict) {
-    verdict = {};
+    verdict = { crowded: 0 };
     verdicts.set(client, verdict);
   }
   return verdict;
@@ -109,23 +122,24 @@ export async function refuseBehindPooler(db: object): Promise<void> {
   const client = postgresJsClient(db);
   if (client?.options.prepare !== true) return;
   const verdict = verdictOf(client);
-  if (!verdict.refusal && !verdict.settled) {
+  if (!verdict.refusal && !verdict.answered && verdict.crowded < CROWDED_PROBES) {
     verdict.probe ??= losesPreparedStatements(client).then(
       (lost) => {
-        verdict.settled = true;
+        verdict.answered = true;
         if (lost) {
           verdict.refusal ??= poolerNeedsUnpreparedStatements(
             "A statement that postgres.js prepared was missing on the pooler's next server connection.",
           );
         }
       },
-      () => {
-        // The database did not answer it (down, or not there yet): the next call asks again.
+      (error: unknown) => {
         verdict.probe = undefined;
-        verdict.settled = false;
+        if (error instanceof PoolCrowded) verdict.crowded++;
+        // The database did not answer it (down, or not there yet): the next call asks again, and waits for it.
+        else verdict.unwaited = false;
       },
     );
-    if (!(await settlesWithin(verdict.probe, PROBE_WAIT_MS))) verdict.settled = true;
+    if (!verdict.unwaited && !(await settlesWithin(verdict.probe, PROBE_WAIT_MS))) verdict.unwaited = true;
   }
   if (verdict.refusal) throw verdict.refusal;
 }
@@ -168,7 +182,7 @@ async function losesPreparedStatements(client: PostgresJsClient): Promise<boolea
         (late) => late.release(),
         () => {},
       );
-      return false;
+      throw new PoolCrowded();
     }
     const second = reserved.value;
     try {

@@ -25,7 +25,7 @@ import {
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { drizzleStore, type TransactionOf } from "../src/index.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the suites run over each driver's own database type
@@ -168,6 +168,30 @@ describe("postgres.js with its defaults behind the pooler", () => {
     );
     expect(runs).toBe(0);
     expect(new Set(outcomes)).toEqual(new Set([IdempotencyErrorCode.STORE_MISCONFIGURED]));
+  });
+
+  it("is asked again by the calls after a first one whose pool had no second connection free, and refused then", async () => {
+    const database = await openPooled(inject("postgresUrl"), bouncer, "postgres.js defaults", { max: 2 });
+    opened.push(database);
+    const [db] = database.instances as AnyDb[];
+    const store = drizzleStore({ db });
+    const id = { scope: "s", path: "orders.place", key: crypto.randomUUID() };
+    // The app holds one of the two connections while idemkit's first call asks: the question cannot be put.
+    const held = await db.$client.reserve();
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      let first: { record: unknown } | undefined;
+      store.get(id).then((record) => (first = { record }));
+      // waitFor moves the fake clock on at each try: the call, and the question, each wait 2 s for it.
+      await vi.waitFor(() => expect(first).toEqual({ record: undefined }), { timeout: 10_000 });
+      held.release();
+      // The next calls ask again without waiting for it; one of them, or a call after them, is refused.
+      await vi.waitFor(() => expect(store.get(id)).rejects.toMatchObject({ code: "STORE_MISCONFIGURED" }), {
+        timeout: 10_000,
+      });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("on a pool of one, which the first call cannot tell from a direct connection, answers no order that was not kept", async () => {
