@@ -1,10 +1,10 @@
 /**
  * A Next.js app as a new user starts it today and protects its checkout: the scaffold of create-next-app 16.4.3 with
- * its defaults (App Router, TypeScript, Tailwind, Turbopack, `cacheComponents` on), the README's Server Action
- * section applied to it (`adoption.patch`: the action, the page with its key field, the form, a receipt), the
- * packages installed from their tarballs beside `drizzle-orm` and `postgres` with a plain `npm install` (so it gets
+ * its defaults (App Router, TypeScript, Tailwind, Turbopack, `cacheComponents` on), the Server Action guide
+ * (docs/server-actions.md) applied to it (`adoption.patch`: the action, the page with its key field, the form, a
+ * receipt), the packages installed from their tarballs beside `drizzle-orm` and `postgres` with a plain `npm install` (so it gets
  * what the registry serves today, its peer checks on), its tables made, and a production build. The one change
- * that is not the README's, `offline-font.patch`, takes out the layout's Google fonts, which the build would
+ * that is not the guide's, `offline-font.patch`, takes out the layout's Google fonts, which the build would
  * download: nothing but the npm registry is reached.
  */
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -18,7 +18,7 @@ import { installedVersions, packed, run } from "../scaffold.js";
 const here = dirname(fileURLToPath(import.meta.url));
 const CREATE_NEXT_APP = "create-next-app@16.4.3";
 /**
- * The packages the README's Server Action section installs, and core and command-line, which
+ * The packages the Server Action guide installs, and core and command-line, which
  * stand in for their published versions.
  */
 const PACKAGES = ["core", "command-line", "drizzle", "next"] as const;

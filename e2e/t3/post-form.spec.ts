@@ -1,5 +1,5 @@
 /**
- * T3's own post form, after the README's T3 diff, in Chromium against a real PostgreSQL: however a user or the
+ * T3's own post form, after the T3 guide's diff (docs/t3.md), in Chromium against a real PostgreSQL: however a user or the
  * network repeats "Submit", one user action makes one post, and a press after a success makes a new one.
  */
 import {

@@ -1,9 +1,9 @@
 /**
  * A create-t3-app as a new user makes it and adopts idemkit: the scaffold of create-t3-app 7.40.0 (App Router,
- * tRPC with `@trpc/react-query`, Drizzle on postgres.js, NextAuth), the README's T3 diff applied to it
+ * tRPC with `@trpc/react-query`, Drizzle on postgres.js, NextAuth), the T3 guide's diff applied to it
  * (`adoption.patch`), the packages installed from their tarballs with a plain `npm install` (T3's own dependencies
  * resolve as T3 pins them: tRPC 11.19, drizzle-orm 0.41, Next.js 15), its tables pushed with its own
- * `npm run db:push`, and a production build. The one change that is not the README's, `offline-font.patch`, takes
+ * `npm run db:push`, and a production build. The one change that is not the guide's, `offline-font.patch`, takes
  * out the layout's Google font, which the build would download: nothing but the npm registry is reached.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -14,7 +14,7 @@ import { installedVersions, packed, run } from "../scaffold.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /**
- * The packages the README's T3 section installs, and core and command-line, which
+ * The packages the T3 guide installs, and core and command-line, which
  * stand in for their published versions.
  */
 const PACKAGES = ["core", "command-line", "trpc", "drizzle", "react"] as const;

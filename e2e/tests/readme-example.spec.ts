@@ -1,5 +1,5 @@
 /**
- * The README's "Test your own form" example, as the README shows it (the region below, which
+ * The example of docs/testing.md, as the guide shows it (the region below, which
  * tooling/packaging/test/readme-snippets.test.ts holds it to), run against the demo's checkout: what a user copies
  * is a test that passes.
  */

@@ -32,7 +32,7 @@ export interface Instance {
   terminate(): Promise<number | null>;
   /**
    * How many uncaught exceptions and unhandled rejections this process logged (Next.js logs them and goes on), such
-   * as postgres.js's "reading 'write'" TypeError (see the README's "Failure behaviour").
+   * as postgres.js's "reading 'write'" TypeError (see docs/failure-behaviour.md).
    */
   uncaught(): number;
 }

@@ -1,5 +1,5 @@
 /**
- * The postgres.js defects behind the README's "Failure behaviour" note, reproduced without idemkit, and the same
+ * The postgres.js defects behind docs/failure-behaviour.md's note, reproduced without idemkit, and the same
  * load through `guardedConnections`: transactions in a loop on a pool of 10 while PostgreSQL crashes (immediate
  * shutdown) and comes back. postgres.js 3.4.9 alone throws uncaught `TypeError: Cannot read properties of null
  * (reading 'write')` for writes on connections that closed under a transaction, leaves some statements never settled,
@@ -21,7 +21,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** One crash under the load of 20 loops of transactions on a pool of 10: what the pool did after the database was back. */
 async function crashUnder(name: string, options: postgres.Options<Record<string, postgres.PostgresType>>) {
   const { url, drop } = await createDatabase(server.url);
-  // Reconnections at most 1 s apart (postgres.js's default backoff grows to 20 s), as the README advises.
+  // Reconnections at most 1 s apart (postgres.js's default backoff grows to 20 s), as docs/failure-behaviour.md advises.
   const sql = postgres(url, {
     max: 10,
     onnotice: () => {},

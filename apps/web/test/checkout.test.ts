@@ -95,7 +95,7 @@ it("places an order once per key and replays it to the retry", async () => {
 it("places one order for a storm of duplicates: 12 at once and 3 late, one key, through the app's handler", async () => {
   const { db } = database;
   const handler = createHandler(createRouter({ db }));
-  // The README's example (its "Test your own form"), word for word.
+  // The example of docs/testing.md, word for word.
   // #region fire-duplicates
   const storm = await fireDuplicates({
     target: handler, // the app's Fetch handler, (req: Request) => Promise<Response>, as its route serves it

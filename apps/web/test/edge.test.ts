@@ -1,7 +1,6 @@
 /**
- * The built demo as a real `next start` process over real HTTP: the README's curl example, run as written; and its
- * edge: a chunked body past the limit, one that
- * never ends and one that stops halfway are each answered within a bound, and a SIGTERM while a request is stuck
+ * The built demo as a real `next start` process over real HTTP: the curl example of docs/development.md, run as
+ * written; and its edge: a chunked body past the limit, one that never ends and one that stops halfway are each answered within a bound, and a SIGTERM while a request is stuck
  * mid-body, or while a call is still running, still lets the process exit; the call's retry runs it once. Needs the
  * build (`npm test` builds first).
  */
@@ -87,9 +86,9 @@ function postChunked(base: string, send: (body: BodyWriter) => Promise<void>): P
 
 const cart = (padding = "") => JSON.stringify({ ...superjson.serialize({ items: [{ sku: "tea", qty: 1 }] }), padding });
 
-describe("the README's curl example", () => {
+describe("the curl example of docs/development.md", () => {
   it("places an order as written, and run twice, replays it: Idempotent-Replayed and the same order", async () => {
-    const readme = await readFile(new URL("../../../README.md", import.meta.url), "utf8");
+    const readme = await readFile(new URL("../../../docs/development.md", import.meta.url), "utf8");
     const [, block = ""] = /```sh\n(KEY=[\s\S]*?curl -i localhost:3000[\s\S]*?)\n```/.exec(readme) ?? [];
     const [keyLine = "", ...curl] = block.replaceAll("localhost:3000", new URL(app.base).host).split("\n");
     const script = [keyLine, ...curl, 'echo "--- again"', ...curl].join("\n");

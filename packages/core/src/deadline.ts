@@ -1,6 +1,6 @@
 /**
  * Bounds how long a request waits on its store, whatever the database or its driver does. A driver can leave a
- * query unsettled for ever (postgres.js 3.4.9 does after a server crash, see the README's "Failure behaviour"), and
+ * query unsettled for ever (postgres.js 3.4.9 does after a server crash, see docs/failure-behaviour.md), and
  * a pool can keep a request queued for a connection as long as others hold theirs: without a bound, such a request
  * never answers and its client never retries.
  *

@@ -1,5 +1,5 @@
 /**
- * Adoption in a create-t3-app server (`./t3/`), protected exactly as the README says, on PGlite and on PostgreSQL:
+ * Adoption in a create-t3-app server (`./t3/`), protected exactly as docs/t3.md says, on PGlite and on PostgreSQL:
  * its context is `{ db, session, headers }`, its existing mutation writes through `ctx.db`, and its route handler
  * is T3's with the one line that hands `resHeaders` through. Everything goes over real HTTP.
  */

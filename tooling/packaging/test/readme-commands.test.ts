@@ -1,5 +1,5 @@
 /**
- * The README's shell blocks name things that exist: every `npm start`, `npm test` and `npm run <script>` (with its
+ * The shell blocks of the README and the guides name things that exist: every `npm start`, `npm test` and `npm run <script>` (with its
  * `-w <workspace>`) is a script there, every tarball path is the name `npm run pack:packages` writes for today's
  * version, and every `npx <command>` is a published package's command that takes the flags shown. The blocks that
  * do something are run elsewhere: Install and pg-boss's by registry.test.ts, the curl example by
@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { beforeAll, expect, it } from "vitest";
+import { readPages } from "./pages.js";
 
 const execute = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -23,7 +24,7 @@ interface Manifest {
   bin?: Record<string, string>;
 }
 
-/** Each shell line of the README's ```sh blocks, its comment dropped and its continuations joined. */
+/** Each shell line of a page's ```sh blocks, its comment dropped and its continuations joined. */
 function shellLines(readme: string): string[] {
   const lines: string[] = [];
   for (const [, block = ""] of readme.matchAll(/```sh\n([\s\S]*?)\n```/g)) {
@@ -41,7 +42,7 @@ const workspaces = new Map<string, Manifest>();
 let root: Manifest;
 
 beforeAll(async () => {
-  lines = shellLines(await readFile(join(ROOT, "README.md"), "utf8"));
+  lines = readPages().flatMap(({ text }) => shellLines(text));
   root = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8"));
   for (const parent of ["packages", "apps", "tooling"]) {
     for (const entry of await readdir(join(ROOT, parent), { withFileTypes: true })) {

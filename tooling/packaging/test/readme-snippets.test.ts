@@ -1,5 +1,5 @@
 /**
- * Every ```ts and ```tsx block of the README is an excerpt of a file that is type-checked or run: the line before
+ * Every ```ts and ```tsx block of the README and the guides under docs/ is an excerpt of a file that is type-checked or run: the line before
  * the block names it, `<!-- snippet: examples/server/trpc.ts#trpc -->`, and the block is that file's region between
  * `// #region trpc` and `// #endregion trpc`, as it is there. Most are in examples/, one checkout app whose files
  * fit together (`npm run typecheck` checks them); the browser test is e2e/tests/readme-example.spec.ts, which
@@ -8,6 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { readPages } from "./pages.js";
 
 const ROOT = new URL("../../../", import.meta.url);
 
@@ -25,14 +26,14 @@ interface Block {
   code: string;
 }
 
-function blocksOf(markdown: string): Block[] {
+function blocksOf(markdown: string, page = "README.md"): Block[] {
   const lines = markdown.split("\n");
   const blocks: Block[] = [];
   for (let index = 0; index < lines.length; index++) {
     const lang = FENCE.exec(lines[index] ?? "")?.[1];
     if (lang === undefined) continue;
     const end = lines.findIndex((line, at) => at > index && line.startsWith("```"));
-    if (end === -1) throw new Error(`README.md:${index + 1}: a code block that never closes`);
+    if (end === -1) throw new Error(`${page}:${index + 1}: a code block that never closes`);
     blocks.push({
       line: index + 1,
       lang,
@@ -71,11 +72,11 @@ const trimmed = (text: string) =>
  * before it, a marker naming a file or a region that does not exist, a block that differs from its region. Other
  * blocks (sh, diff) are left to the tests that run them.
  */
-function snippetProblems(markdown: string, read: (path: string) => string | undefined): string[] {
+function snippetProblems(markdown: string, read: (path: string) => string | undefined, page = "README.md"): string[] {
   const problems: string[] = [];
-  for (const block of blocksOf(markdown)) {
+  for (const block of blocksOf(markdown, page)) {
     if (block.lang !== "ts" && block.lang !== "tsx") continue;
-    const where = `README.md:${block.line}`;
+    const where = `${page}:${block.line}`;
     const marker = SNIPPET_MARKER.exec(block.before);
     if (!marker) {
       problems.push(`${where}: no <!-- snippet: <file>#<region> --> on the line before this ${block.lang} block`);
@@ -112,11 +113,13 @@ function readFromRoot(path: string): string | undefined {
   }
 }
 
-it("every ts and tsx block of the README is a region of a file that is type-checked or run, as it is there", () => {
-  const readme = readFromRoot("README.md") ?? "";
-  const blocks = blocksOf(readme).filter((block) => block.lang === "ts" || block.lang === "tsx");
+it("every ts and tsx block of the README and the guides is a region of a file that is type-checked or run, as it is there", () => {
+  const pages = readPages();
+  const blocks = pages.flatMap(({ text, page }) =>
+    blocksOf(text, page).filter((block) => block.lang === "ts" || block.lang === "tsx"),
+  );
   expect(blocks.length).toBeGreaterThanOrEqual(15);
-  expect(snippetProblems(readme, readFromRoot)).toEqual([]);
+  expect(pages.flatMap(({ text, page }) => snippetProblems(text, readFromRoot, page))).toEqual([]);
 });
 
 describe("the check", () => {

@@ -1,7 +1,7 @@
 /**
  * The release pipeline and the README's Install section, for real: every package is published with the
  * repository's own `changeset publish` to a throwaway local registry (Verdaccio, started here, passing everything
- * else through to the npm registry), then an app outside the workspace runs the README's install commands (the
+ * else through to the npm registry), then an app outside the workspace runs the install commands of the README and the guides (the
  * Install section's and pg-boss's), word for word, against it and imports what they installed.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { announcementsOf } from "@idemkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readPages } from "./pages.js";
 
 const execute = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -54,12 +55,13 @@ function freePort(): Promise<number> {
 }
 
 /**
- * The README's commands that install idemkit by name (the Install section's, pg-boss's), as a user would copy them:
- * each `npm install @idemkit/...` line of a shell block, its comment dropped.
+ * The commands of the README and the guides that install idemkit by name (the README's Install section's, the
+ * pg-boss guide's), as a user would copy them: each `npm install @idemkit/...` line of a shell block, its comment
+ * dropped.
  */
 async function installCommands(): Promise<string[][]> {
-  const readme = await readFile(join(ROOT, "README.md"), "utf8");
-  return [...readme.matchAll(/```sh\n([\s\S]*?)\n```/g)]
+  return readPages()
+    .flatMap(({ text }) => [...text.matchAll(/```sh\n([\s\S]*?)\n```/g)])
     .flatMap(([, block = ""]) => block.split("\n"))
     .map((line) => line.replace(/#.*$/, "").trim())
     .filter((line) => line.startsWith("npm install @idemkit/"))

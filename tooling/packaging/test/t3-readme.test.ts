@@ -1,5 +1,5 @@
 /**
- * The README's T3 diff is the patch `npm run e2e` applies to a create-t3-app scaffold and tests in Chromium
+ * The T3 guide's diff (docs/t3.md) is the patch `npm run e2e` applies to a create-t3-app scaffold and tests in Chromium
  * (e2e/t3/adoption.patch): file by file, the lines it adds and removes are the patch's, in the same order, so a
  * user who follows the README literally gets the app that was tested.
  */
@@ -31,7 +31,7 @@ function changesOf(lines: string[], fileOf: (line: string) => string | undefined
 }
 
 function readmeChanges(readme: string): Changes {
-  const section = readme.slice(readme.indexOf("## Adopt it in a create-t3-app"));
+  const section = readme;
   const block = section.slice(section.indexOf("```diff\n") + "```diff\n".length, section.indexOf("\n```\n"));
   return changesOf(block.split("\n"), (line) => /^ \/\/ ([\w./[\]-]+)(?::|$)/.exec(line)?.[1]);
 }
@@ -43,8 +43,8 @@ function patchChanges(patch: string): Changes {
   });
 }
 
-it("the README's T3 diff adds and removes exactly the lines of the patch the browser tests run", async () => {
-  const readme = await readFile(new URL("README.md", ROOT), "utf8");
+it("the T3 guide's diff adds and removes exactly the lines of the patch the browser tests run", async () => {
+  const readme = await readFile(new URL("docs/t3.md", ROOT), "utf8");
   const patch = await readFile(new URL("e2e/t3/adoption.patch", ROOT), "utf8");
   const documented = readmeChanges(readme);
   expect(Object.keys(documented).length).toBeGreaterThanOrEqual(7);

@@ -92,7 +92,7 @@ export async function openDatabase({
 
 /**
  * postgres.js waits 30 s for a connection by default. A database that does not answer must cost a request seconds,
- * not minutes (idemkit answers 503 past its own limits, see the README's "Failure behaviour"). On the server,
+ * not minutes (idemkit answers 503 past its own limits, see docs/failure-behaviour.md). On the server,
  * idemkit bounds its transactions' statements per transaction, not as connection settings, which a transaction
  * pooler refuses; an operator sets the rest on the role (idle_in_transaction_session_timeout).
  */

@@ -35,5 +35,5 @@ export const protectedProcedure = t.procedure.use(({ ctx, next }) => {
   return next({ ctx: { session: { ...ctx.session, user: ctx.session.user } } });
 });
 
-// biome-ignore format: one line of the README's adoption diff
+// biome-ignore format: one line of the T3 guide's adoption diff
 export const idempotentProcedure = protectedProcedure.use(idempotency({ store: drizzleStore({ db }), dbKey: "db", transformer: superjson, scope: ({ ctx }) => ctx.session.user.id })); // idemkit
