@@ -8,8 +8,9 @@
  * its pool wedges there (52 to 65 of 80 plain statements on two pools unanswered after 10 s).
  *
  * So such a database is refused (STORE_MISCONFIGURED naming `prepare: false`) from idemkit's first call on it: a
- * probe asks the pooler before anything runs (see `losesPreparedStatements`), and any later sign (a statement
- * PostgreSQL says is missing, a COMMIT reported done that kept nothing) refuses every call after it, in every mode.
+ * probe asks the pooler before anything runs (see `losesPreparedStatements`; a pool too busy to lend it two
+ * connections then is asked again, in the background, by later calls), and any later sign (a statement PostgreSQL
+ * says is missing, a COMMIT reported done that kept nothing) refuses every call after it, in every mode.
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { isPreparedStatementLost } from "./driver-errors.js";
@@ -96,10 +97,17 @@ const verdicts = new WeakMap<object, Verdict>();
 const PROBE_WAIT_MS = 2_000;
 
 /**
- * How many times a pool too busy to lend the probe a second connection is asked again, by the calls after it and
- * without holding them up; past that the signs after refuse it (see `refusedBehindPooler`).
+ * How many probes in all a pool too busy to lend the probe a second connection gets: the first call's, then one
+ * each at later calls, which start it once they have taken their own connection and do not wait for it; past that
+ * the signs after refuse it (see `refusedBehindPooler`).
  */
 const CROWDED_PROBES = 3;
+
+/**
+ * How long a later probe waits for its second connection: it holds one of the app's while it waits, so on a pool
+ * that is still busy it gives up soon, and the calls queued behind it are held up no longer than that.
+ */
+const LATER_PROBE_WAIT_MS = 100;
 
 /** The probe found every other connection of the pool taken: it asks again later. */
 class PoolCrowded extends Error {}
@@ -115,33 +123,54 @@ function verdictOf(client: PostgresJsClient): Verdict {
 
 /**
  * Throws STORE_MISCONFIGURED when `db` is postgres.js with `prepare` on behind a pooler that loses prepared
- * statements: asked once per client, at idemkit's first call on it, before anything of that call runs. Every other
- * database passes at once.
+ * statements: asked once per client, at idemkit's first call on it, before anything of that call runs (asked again
+ * by later calls, in the background, when the pool had no second connection free then). Every other database
+ * passes at once.
  */
 export async function refuseBehindPooler(db: object): Promise<void> {
   const client = postgresJsClient(db);
   if (client?.options.prepare !== true) return;
   const verdict = verdictOf(client);
-  if (!verdict.refusal && !verdict.answered && verdict.crowded < CROWDED_PROBES) {
-    verdict.probe ??= losesPreparedStatements(client).then(
-      (lost) => {
-        verdict.answered = true;
-        if (lost) {
-          verdict.refusal ??= poolerNeedsUnpreparedStatements(
-            "A statement that postgres.js prepared was missing on the pooler's next server connection.",
-          );
-        }
-      },
-      (error: unknown) => {
-        verdict.probe = undefined;
-        if (error instanceof PoolCrowded) verdict.crowded++;
-        // The database did not answer it (down, or not there yet): the next call asks again, and waits for it.
-        else verdict.unwaited = false;
-      },
-    );
+  if (!verdict.refusal && !verdict.answered && !verdict.probe && verdict.crowded > 0) {
+    if (verdict.crowded < CROWDED_PROBES) probeLater(client, verdict);
+  } else if (!verdict.refusal && !verdict.answered) {
+    verdict.probe ??= probe(client, verdict, PROBE_WAIT_MS);
     if (!verdict.unwaited && !(await settlesWithin(verdict.probe, PROBE_WAIT_MS))) verdict.unwaited = true;
   }
   if (verdict.refusal) throw verdict.refusal;
+}
+
+/** Starts a probe of `client` whose answer goes to `verdict`; it never rejects. */
+function probe(client: PostgresJsClient, verdict: Verdict, secondWaitMs: number): Promise<void> {
+  return losesPreparedStatements(client, secondWaitMs).then(
+    (lost) => {
+      verdict.answered = true;
+      if (lost) {
+        verdict.refusal ??= poolerNeedsUnpreparedStatements(
+          "A statement that postgres.js prepared was missing on the pooler's next server connection.",
+        );
+      }
+    },
+    (error: unknown) => {
+      verdict.probe = undefined;
+      if (error instanceof PoolCrowded) verdict.crowded++;
+      // The database did not answer it (down, or not there yet): the next call asks again, and waits for it.
+      else verdict.unwaited = false;
+    },
+  );
+}
+
+/**
+ * Asks a pool that was too busy at an earlier call once more, after the current turn of the event loop: by then the
+ * call that started it has queued its own statement, so the probe's first connection is never taken before it.
+ */
+function probeLater(client: PostgresJsClient, verdict: Verdict): void {
+  let started!: () => void;
+  verdict.probe = new Promise<void>((resolve) => (started = resolve)).then(() =>
+    probe(client, verdict, LATER_PROBE_WAIT_MS),
+  );
+  // setImmediate where there is one (Node.js, Bun, Deno): after the I/O callbacks that queue the call's statement.
+  (globalThis.setImmediate ?? ((run: () => void) => setTimeout(run, 0)))(started);
 }
 
 /**
@@ -170,13 +199,13 @@ const PROBE_ROUNDS = 3;
  * or a session pooler, runs every statement of a connection on one backend, so it is never refused; a pooler that
  * kept the first connection on its server for every round is not either (the signs after refuse it then).
  */
-async function losesPreparedStatements(client: PostgresJsClient): Promise<boolean> {
+async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: number): Promise<boolean> {
   // One connection cannot be moved off its server by the probe, and a serverless function's pool is one.
   if (typeof client.reserve !== "function" || !(Number(client.options.max) >= 2)) return false;
   const first = await client.reserve();
   try {
     const pending = client.reserve();
-    const reserved = await settlesWithin(pending, PROBE_WAIT_MS);
+    const reserved = await settlesWithin(pending, secondWaitMs);
     if (!reserved) {
       Promise.resolve(pending).then(
         (late) => late.release(),

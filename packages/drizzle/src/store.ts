@@ -73,8 +73,8 @@ export interface DrizzleStoreOptions<TDb extends AnyPgDatabase> {
    * (see "Writes that bypass the transaction"): on one connection (PGlite, a pool of one) such a statement is
    * refused at once, where it would wait forever; on a pool, development builds warn. The watch wraps the public
    * methods of your driver's client (`db.$client`), Drizzle having no hook that sees a statement before it is sent;
-   * false leaves your client as it is, and a bypass on one connection then hangs until something times it out.
-   * Default true.
+   * false leaves your client as it is, and a bypass on one connection then hangs until something times it out (a
+   * client is wrapped once, for every store on it: give every store on that `db` the same setting). Default true.
    */
   watchBypasses?: boolean;
 }

@@ -11,6 +11,7 @@ import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { describe, expect, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
+import { failsRolledBackCommits } from "../src/pooler.js";
 
 const ending = endingConnections();
 
@@ -40,11 +41,17 @@ describe("idemkit's own transactions, on a plain postgres.js pool", () => {
     });
     await expect(call).rejects.toThrow();
     // Nothing was thrown uncaught (vitest would fail the run). The pool's next statements may still meet
-    // postgres.js's stale state: that is the guard's to end (above).
+    // postgres.js's stale state: that is the guard's to end (@idemkit/postgres-js-guard's tests).
   });
 });
 
 describe("drizzleStore on a guarded pool", () => {
+  it("is known by the mark the guard's sockets carry, so atomic mode reads nothing back after its COMMIT", () => {
+    // The two packages share the mark by its registered name alone; a misspelt name on either side fails here.
+    expect(failsRolledBackCommits(drizzle(pool({ guarded: true })))).toBe(true);
+    expect(failsRolledBackCommits(drizzle(pool({ guarded: false })))).toBe(false);
+  });
+
   it.each(["fails", "catches the failure and returns"] as const)(
     "refuse an atomic call whose connection ended just after its claim, whose procedure %s, and serve the next",
     async (ending) => {

@@ -170,20 +170,39 @@ describe("postgres.js with its defaults behind the pooler", () => {
     expect(new Set(outcomes)).toEqual(new Set([IdempotencyErrorCode.STORE_MISCONFIGURED]));
   });
 
-  it("is asked again by the calls after a first one whose pool had no second connection free, and refused then", async () => {
+  it("is asked again, in the background, by the calls after a first one whose pool had no second connection free", async () => {
     const database = await openPooled(inject("postgresUrl"), bouncer, "postgres.js defaults", { max: 2 });
     opened.push(database);
     const [db] = database.instances as AnyDb[];
     const store = drizzleStore({ db });
     const id = { scope: "s", path: "orders.place", key: crypto.randomUUID() };
+    /** A call's outcome once it settles, without a clock moving it on. */
+    const settled = (call: Promise<unknown>) => {
+      const outcome: { value?: unknown; error?: unknown; done: boolean } = { done: false };
+      call.then(
+        (value) => Object.assign(outcome, { value, done: true }),
+        (error: unknown) => Object.assign(outcome, { error, done: true }),
+      );
+      return outcome;
+    };
+    /** Waits, on the real clock, for `outcome` to settle while the fake one stands still. */
+    const realTimeout = globalThis.setTimeout;
+    const untilSettled = async (outcome: { done: boolean }) => {
+      for (let waited = 0; !outcome.done && waited < 10_000; waited += 10) {
+        await new Promise((resolve) => realTimeout(resolve, 10));
+      }
+    };
     // The app holds one of the two connections while idemkit's first call asks: the question cannot be put.
     const held = await db.$client.reserve();
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     try {
-      let first: { record: unknown } | undefined;
-      store.get(id).then((record) => (first = { record }));
+      const first = settled(store.get(id));
       // waitFor moves the fake clock on at each try: the call, and the question, each wait 2 s for it.
-      await vi.waitFor(() => expect(first).toEqual({ record: undefined }), { timeout: 10_000 });
+      await vi.waitFor(() => expect(first).toEqual({ value: undefined, done: true }), { timeout: 10_000 });
+      // The pool is still busy: the next call answers with the clock standing still, its question left behind it.
+      const second = settled(store.get(id));
+      await untilSettled(second);
+      expect(second).toEqual({ value: undefined, done: true });
       held.release();
       // The next calls ask again without waiting for it; one of them, or a call after them, is refused.
       await vi.waitFor(() => expect(store.get(id)).rejects.toMatchObject({ code: "STORE_MISCONFIGURED" }), {

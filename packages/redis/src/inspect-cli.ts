@@ -1,12 +1,4 @@
 #!/usr/bin/env node
-import {
-  type CommandArgs,
-  type InspectReport,
-  missingDriver,
-  recordLines,
-  runCommandLine,
-  wrongCount,
-} from "@idemkit/command-line";
 /**
  * `idemkit-redis`: what an operator asks of the records in Redis, from the server at REDIS_URL. A record's key is a
  * digest of its id, so `show` needs the scope and path with the key, and `list` names records by their Redis key:
@@ -18,6 +10,14 @@ import {
  * `--json` prints one JSON document; `--prefix` is the store's (default `idemkit:`). Exit codes: 0 done, 1 Redis
  * failed (unreachable: said as such), 2 a usage error, 3 `show` found nothing.
  */
+import {
+  type CommandArgs,
+  type InspectReport,
+  missingDriver,
+  recordLines,
+  runCommandLine,
+  wrongCount,
+} from "@idemkit/command-line";
 import type { StoredRecord } from "@idemkit/core";
 import { isSealedBody } from "@idemkit/core/internal";
 import { commandsOf, type RedisClient } from "./client.js";

@@ -90,7 +90,7 @@ function unreachable(): ActionRefusal {
  * What the action stored for `key`, asked with `lookUp` (a submission carrying the lookup field) and asked again
  * while the action still runs elsewhere, up to `maxRunningMs`: its value, or undefined when nothing is stored or
  * the lookup was refused (a lookup is a convenience: the key is kept, and pressing again is safe). A stored redirect
- * or 404 is thrown for the router to follow, after `navigated` is told: the action is done.
+ * or 404 is Next.js's router's to follow, and `navigated` is told: the action is done.
  */
 export async function storedAnswer<T>(
   lookUp: () => Promise<T | ActionRefusal>,

@@ -163,7 +163,9 @@ export function useIdempotentActionState<State>(
       const found = await storedAnswer(() => action(previous, form), key, {
         signal: unmounted.current,
         maxRunningMs: lookupMaxRunningMs,
-        navigated: () => ours && settle(ours, { navigated: true }),
+        navigated: () => {
+          if (ours) settle(ours, { navigated: true });
+        },
       });
       if (!found) return previous;
       if (ours) settle(ours, found);
