@@ -133,9 +133,14 @@ const JSON_TRANSFORMER: ActionTransformer = {
  * revalidated paths are not sent again to its resubmissions.
  */
 export function idempotentAction<
-  TArgs extends unknown[],
-  TResult,
-  TStore extends IdempotencyStore<unknown>,
+  // The defaults are for a call that does not compile: TypeScript infers the action's arguments last (its first
+  // parameter takes its type from the store), and reports any wrong option against the action, as "'unknown' is not
+  // assignable to" its state, unless the arguments it has not inferred yet accept anything. With them, a wrong option
+  // is reported on that option.
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  TArgs extends unknown[] = any[],
+  TResult = unknown,
+  TStore extends IdempotencyStore<unknown> = IdempotencyStore<unknown>,
   TMode extends IdempotencyMode = DefaultModeOf<TStore>,
 >(
   name: string,

@@ -16,6 +16,7 @@ import {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
   type IdempotencyContext,
+  type IdempotencyEngineOptions,
   IdempotencyError,
   IdempotencyErrorCode,
   type IdempotencyEvent,
@@ -137,7 +138,8 @@ export function idempotency<
   const { scope: scopeOf, storeServerErrors = false, http = httpFromContext } = options;
   // Refused by the types outside atomic mode; read as it is, for callers without them (JavaScript).
   const { dbKey } = options as { dbKey?: TDbKey };
-  const engine = createIdempotencyEngine<unknown>(options);
+  // The other mode's options are typed as messages (see ModeOptions), never set: the engine's own types hold.
+  const engine = createIdempotencyEngine<unknown>(options as IdempotencyEngineOptions<unknown>);
   if (dbKey !== undefined && engine.mode !== IdempotencyMode.ATOMIC) {
     throw new TypeError(
       "idempotency(): `dbKey` puts the idempotent transaction on the context, and only atomic mode has one " +

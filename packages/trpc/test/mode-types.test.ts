@@ -85,3 +85,22 @@ describe("an option of the other mode is refused at compile time", () => {
     expectTypeOf(taken).toBeFunction();
   });
 });
+
+describe("a wrong option is reported on that option", () => {
+  it("a scope that is not a string, and an option of the other mode, each on its own line", () => {
+    const refused = () => [
+      idempotency({
+        store: drizzleStore({ db }),
+        // @ts-expect-error a scope names the owner of the key as a string
+        scope: ({ ctx }: { ctx: Ctx }) => ctx.userId.length,
+      }),
+      idempotency({
+        store: drizzleStore({ db }),
+        scope,
+        // @ts-expect-error leaseMs is lease mode's, and drizzleStore runs atomic mode unless told otherwise
+        leaseMs: 1_000,
+      }),
+    ];
+    expectTypeOf(refused).toBeFunction();
+  });
+});

@@ -177,8 +177,10 @@ export type LeaseModeOptions = Pick<
   "leaseMs" | "maxHoldMs" | "procedureTimeoutMs" | "waitUntil"
 >;
 
-/** Options refused: set, they do not compile. */
-type Refused<T> = { [K in keyof T]?: never };
+/** Options refused: set, they do not compile, and the compiler's message names the mode they belong to. */
+type Refused<T, TMode extends IdempotencyMode> = {
+  [K in keyof T]?: `${K & string} is an option of ${TMode} mode only`;
+};
 
 /**
  * The mode-specific options a call in `TMode` takes, for adapters to type theirs with: its own mode's, the other
@@ -186,9 +188,9 @@ type Refused<T> = { [K in keyof T]?: never };
  * is not known from the store's type.
  */
 export type ModeOptions<TMode> = [TMode] extends ["atomic"]
-  ? AtomicModeOptions & Refused<LeaseModeOptions>
+  ? AtomicModeOptions & Refused<LeaseModeOptions, "lease">
   : [TMode] extends ["lease"]
-    ? LeaseModeOptions & Refused<AtomicModeOptions>
+    ? LeaseModeOptions & Refused<AtomicModeOptions, "atomic">
     : AtomicModeOptions & LeaseModeOptions;
 
 /**
