@@ -12,12 +12,17 @@ import { promisify } from "node:util";
 const execute = promisify(execFile);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 
-/** Runs a command in `cwd`; a failure carries everything it printed. */
-export async function run(command: string, args: string[], cwd: string): Promise<string> {
+/** Runs a command in `cwd`, with `env` beside the process's own; a failure carries everything it printed. */
+export async function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<string> {
   try {
     const { stdout } = await execute(command, args, {
       cwd,
-      env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1", ...env },
       maxBuffer: 64 * 1024 * 1024,
       timeout: 300_000,
     });

@@ -1,26 +1,22 @@
 /**
  * A Next.js app as a new user starts it today and protects its checkout: the scaffold of create-next-app 16.4.3 with
- * its defaults (App Router, TypeScript, Tailwind, Turbopack, `cacheComponents` on), the Server Action guide
- * (docs/server-actions.md) applied to it (`adoption.patch`: the action, the page with its key field, the form, a
- * receipt), the packages installed from their tarballs beside `drizzle-orm` and `postgres` with a plain `npm install` (so it gets
- * what the registry serves today, its peer checks on), its tables made, and a production build. The one change
- * that is not the guide's, `offline-font.patch`, takes out the layout's Google fonts, which the build would
- * download: nothing but the npm registry is reached.
+ * its defaults (App Router, TypeScript, Tailwind, Turbopack, `cacheComponents` on), the README's quickstart applied
+ * to it (`adoption.patch`, whose files the README shows: the table, the database, drizzle-kit's config, the action,
+ * the form, its page, a receipt), the packages installed from their tarballs beside `drizzle-orm` and `postgres`
+ * with a plain `npm install` (so it gets what the registry serves today, its peer checks on), its tables made with
+ * `drizzle-kit push` as the quickstart says, and a production build. The one change that is not the quickstart's,
+ * `offline-font.patch`, takes out the layout's Google fonts, which the build would download: nothing but the npm
+ * registry is reached.
  */
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { migrationStatementsFor } from "@idemkit/testkit";
-import postgres from "postgres";
 import { installedVersions, packed, run } from "../scaffold.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CREATE_NEXT_APP = "create-next-app@16.4.3";
-/**
- * The packages the Server Action guide installs, and core and command-line, which
- * stand in for their published versions.
- */
+/** The packages the README's quickstart installs, and core and command-line, which stand in for their published versions. */
 const PACKAGES = ["core", "command-line", "drizzle", "next"] as const;
 /** What the app was installed at, reported so a run says which versions it tested. */
 const REPORTED = ["next", "react", "drizzle-orm", "postgres"];
@@ -44,16 +40,9 @@ export async function prepareNextApp(databaseUrl: string): Promise<NextApp> {
 
     const tarballs = await packed(PACKAGES, temp);
     await run("npm", ["install", "--no-audit", "--no-fund", ...tarballs, "drizzle-orm", "postgres"], dir);
-
-    const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
-    try {
-      await sql.unsafe(
-        "create table orders (id serial primary key, user_id text not null, sku text not null, qty int not null)",
-      );
-      for (const statement of migrationStatementsFor("idempotency_keys")) await sql.unsafe(statement);
-    } finally {
-      await sql.end();
-    }
+    await run("npm", ["install", "--no-audit", "--no-fund", "--save-dev", "drizzle-kit"], dir);
+    // The tables, as the quickstart makes them: drizzle-kit from the app's own schema, idemkit's among them.
+    await run("npx", ["drizzle-kit", "push"], dir, { DATABASE_URL: databaseUrl });
     await writeFile(join(dir, ".env.production.local"), `DATABASE_URL="${databaseUrl}"\n`);
     await run("npm", ["run", "build"], dir);
 

@@ -1,8 +1,10 @@
 /**
- * Every ```ts and ```tsx block of the README and the guides under docs/ is an excerpt of a file that is type-checked or run: the line before
- * the block names it, `<!-- snippet: examples/server/trpc.ts#trpc -->`, and the block is that file's region between
- * `// #region trpc` and `// #endregion trpc`, as it is there. Most are in examples/, one checkout app whose files
- * fit together (`npm run typecheck` checks them); the browser test is e2e/tests/readme-example.spec.ts, which
+ * Every ```ts and ```tsx block of the README and the guides under docs/ is an excerpt of a file that is type-checked
+ * or run: the line before the block names it, `<!-- snippet: examples/server/trpc.ts#trpc -->`, and the block is that
+ * file's region between `// #region trpc` and `// #endregion trpc`, as it is there. Most are in examples/, one
+ * checkout app whose files fit together (`npm run typecheck` checks them). The README's quickstart is the files
+ * e2e/next-app/adoption.patch adds to a fresh create-next-app (`<!-- snippet: <patch>#<file> -->`), which the
+ * browser tests build and press. The "Test your own form" example is e2e/tests/readme-example.spec.ts, which
  * `npm run e2e` runs, and the server test's is a test of apps/web/test. So a block a user pastes compiles, and fits
  * the others.
  */
@@ -61,6 +63,19 @@ function regionOf(source: string, name: string): string | undefined {
   return trimmed(body.map((line) => line.slice(indent)).join("\n"));
 }
 
+/**
+ * A file a patch adds (`+++ b/<name>`), as the patch adds it: a quickstart's file is the fresh app's, which the
+ * browser tests build and run (e2e/next-app/adoption.patch). Undefined when the patch adds no such file.
+ */
+function addedFile(patch: string, name: string): string | undefined {
+  const lines = patch.split("\n");
+  const start = lines.indexOf(`+++ b/${name}`);
+  if (start === -1) return undefined;
+  const end = lines.findIndex((line, at) => at > start && line.startsWith("diff --git "));
+  const hunk = lines.slice(start + 1, end === -1 ? undefined : end).filter((line) => !line.startsWith("@@"));
+  return trimmed(hunk.map((line) => line.slice(1)).join("\n")).replace(/\n+$/, "");
+}
+
 const trimmed = (text: string) =>
   text
     .split("\n")
@@ -88,7 +103,7 @@ function snippetProblems(markdown: string, read: (path: string) => string | unde
       problems.push(`${where}: ${path} does not exist`);
       continue;
     }
-    const region = regionOf(source, name);
+    const region = path.endsWith(".patch") ? addedFile(source, name) : regionOf(source, name);
     if (region === undefined) problems.push(`${where}: ${path} has no region ${name}`);
     else if (trimmed(block.code) !== region)
       problems.push(`${where}: differs from ${path}#${name}, ${firstDifference(block.code, region)}`);

@@ -1,8 +1,9 @@
 /**
- * The release pipeline and the README's Install section, for real: every package is published with the
+ * The release pipeline and the README's install commands, for real: every package is published with the
  * repository's own `changeset publish` to a throwaway local registry (Verdaccio, started here, passing everything
- * else through to the npm registry), then an app outside the workspace runs the install commands of the README and the guides (the
- * Install section's and pg-boss's), word for word, against it and imports what they installed.
+ * else through to the npm registry), then an app outside the workspace runs the install commands of the README and
+ * the guides (the quickstart's, the Install section's and pg-boss's), word for word, against it and imports what they
+ * installed.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -148,7 +149,9 @@ describe("the release pipeline and the Install section, on a local registry", ()
       "@idemkit/pg-boss",
       "@idemkit/react",
       "@idemkit/trpc",
+      "drizzle-orm",
       "pg-boss",
+      "postgres",
     ]);
     const loaded = await run(
       process.execPath,
