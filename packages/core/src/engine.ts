@@ -199,4 +199,5 @@ export function createIdempotencyEngine<Tx>({
   }
 }
 
+/** The engine `createIdempotencyEngine` makes: `run` one request, and the mode it runs in. */
 export type IdempotencyEngine<Tx> = ReturnType<typeof createIdempotencyEngine<Tx>>;

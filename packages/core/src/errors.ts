@@ -74,6 +74,7 @@ export function isRetryableCode(code: IdempotencyErrorCode): boolean {
 
 const BRAND = Symbol.for("idemkit.IdempotencyError");
 
+/** What an `IdempotencyError` carries besides its code and message: the cause, and when to come back. */
 export interface IdempotencyErrorOptions {
   cause?: unknown;
   /** For IN_PROGRESS: how long until the running request's lease ends, in milliseconds. */

@@ -10,6 +10,8 @@
  *
  * A stored answer keeps its status, its body byte for byte, and the headers that describe it (content type,
  * location, ETag, ...); never `Set-Cookie` or anything else particular to the first client.
+ *
+ * @module @idemkit/core/fetch
  */
 
 import { fromBase64, toBase64 } from "./base64.js";

@@ -27,6 +27,7 @@ import { sha256Hex, sha256HexOfBytes } from "./sha256.js";
 /** How a `Blob` or `File` is written: from its bytes (read beforehand), or from what can be known without them. */
 type BlobWriter = (blob: Blob) => string;
 
+/** How `fingerprint` and `fingerprintAsync` read what they are given. */
 export interface FingerprintOptions {
   /**
    * `"content"` (the default): a `Blob` or `File` is compared by its bytes, which only {@link fingerprintAsync}
@@ -41,7 +42,10 @@ export function canonicalJson(value: unknown, { blobs = "content" }: Fingerprint
   return write(value, new Set(), blobs === "metadata" ? blobMetadata : unreadBlob);
 }
 
-/** SHA-256 of {@link canonicalJson}, as lowercase hex (64 characters). */
+/**
+ * SHA-256 of the value's canonical JSON (object keys sorted, so key order never matters), as lowercase hex (64
+ * characters).
+ */
 export function fingerprint(value: unknown, options?: FingerprintOptions): string {
   return sha256Hex(canonicalJson(value, options));
 }

@@ -4,6 +4,8 @@
  * and the store contract, with `memoryStore` as its model. The Fetch adapter is at `@idemkit/core/fetch`, a store
  * author's helpers at `@idemkit/core/store`, the conformance suites at `@idemkit/core/testing`. What idemkit's own
  * packages share beyond that is at `@idemkit/core/internal`, with no such promise.
+ *
+ * @module @idemkit/core
  */
 
 export type { KeyStorage } from "./client/action-store.js";

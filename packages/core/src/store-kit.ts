@@ -2,6 +2,8 @@
  * `@idemkit/core/store`: what a store author needs beyond the contract's types (which are at `@idemkit/core`): how
  * a record reads as a state, when it may be purged, and when a claim may replace a record that is there. The
  * PostgreSQL and Redis stores are written on it; the conformance suites at `@idemkit/core/testing` check a store.
+ *
+ * @module @idemkit/core/store
  */
 export type {
   AtomicCapability,

@@ -33,10 +33,12 @@ export interface StoredResponse {
   body: string;
 }
 
+/** A record's states: still running under a lease or a transaction, or completed with its answer. */
 export const RecordState = {
   IN_PROGRESS: "in_progress",
   COMPLETED: "completed",
 } as const;
+/** One of `RecordState`'s values. */
 export type RecordState = (typeof RecordState)[keyof typeof RecordState];
 
 /** A record as a store returns it. Times are milliseconds since the epoch. */

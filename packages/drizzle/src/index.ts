@@ -1,3 +1,8 @@
+/**
+ * The PostgreSQL store on Drizzle: `drizzleStore`, its table, purging, and `updateIfVersion`.
+ *
+ * @module @idemkit/drizzle
+ */
 export type { IdempotencyKeysTable } from "./schema.js";
 export { idempotencyKeys, idempotencyKeysTable } from "./schema.js";
 export type { AnyPgDatabase } from "./statements.js";

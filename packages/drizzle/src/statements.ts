@@ -26,11 +26,15 @@ import { postgresJsPrepare } from "./pooler.js";
  * differently across its versions.
  */
 export interface AnyPgDatabase {
+  /** Runs `work` in a transaction: what atomic mode's claim, work and answer share. */
   // biome-ignore lint/suspicious/noExplicitAny: the transaction type is the caller's own, read back by TransactionOf
   transaction(work: (tx: any) => Promise<any>, config?: any): Promise<any>;
+  /** Sends one SQL statement: idemkit's savepoints and unprepared statements. */
   execute(query: SQL): PromiseLike<unknown>;
+  /** A statement of common table expressions: how each of idemkit's statements is built. */
   // biome-ignore lint/suspicious/noExplicitAny: Drizzle's builder types differ across its versions
   with(...steps: any[]): any;
+  /** An update builder: `updateIfVersion`'s. */
   // biome-ignore lint/suspicious/noExplicitAny: Drizzle's builder types differ across its versions
   update(table: any): any;
 }

@@ -50,6 +50,7 @@ import {
 } from "./statements.js";
 import { StatementLostBeforeWork, type TransactionOf, transactionOf } from "./transaction.js";
 
+/** What `drizzleStore` takes: your Drizzle database, and the table and waits when not the defaults. */
 export interface DrizzleStoreOptions<TDb extends AnyPgDatabase> {
   /**
    * The Drizzle database (postgres.js, PGlite, node-postgres). It must have the records' table (`table`):

@@ -26,6 +26,7 @@ export class StaleVersionError extends Error {
   }
 }
 
+/** What `updateIfVersion` writes: the row, the version it was read at, and the changes. */
 export interface VersionedUpdate<TTable extends PgTable> {
   /**
    * Which row: the primary key condition, e.g. `eq(carts.id, input.id)`, or `and(…)` with the owner's too (typed

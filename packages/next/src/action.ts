@@ -65,7 +65,9 @@ export type ActionIdempotency<Tx> = IdempotencyContext<Tx>;
 
 /** How an action's value is stored and read back: JSON by default; superjson's pair keeps dates, maps and sets. */
 export interface ActionTransformer {
+  /** The value as something JSON keeps: superjson's `serialize`. */
   serialize(value: unknown): unknown;
+  /** The value back from what `serialize` made: superjson's `deserialize`. */
   deserialize(value: unknown): unknown;
 }
 

@@ -1,8 +1,10 @@
-"use client";
 /**
  * The client side of idemkit's Server Actions: `useIdempotentActionState`, React's `useActionState` with one key per
  * user action, for the Client Component that renders an `idempotentAction`'s form.
+ *
+ * @module @idemkit/next/client
  */
+"use client";
 export { ActionKeyField } from "./client/action-key-field.js";
 export type {
   IdempotentFormAction,

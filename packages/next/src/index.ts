@@ -1,3 +1,8 @@
+/**
+ * Server Actions run once per user action: `idempotentAction` and the key field a form renders.
+ *
+ * @module @idemkit/next
+ */
 export type {
   ActionCommonOptions,
   ActionIdempotency,

@@ -1,3 +1,8 @@
+/**
+ * Effects after the response: the outbox, its relay, and `processOnce` for consumers.
+ *
+ * @module @idemkit/outbox
+ */
 /** @deprecated Import it from `@idemkit/drizzle`, where it moved: it guards any Drizzle write, not the outbox's. */
 export type { VersionedUpdate } from "@idemkit/drizzle";
 /** @deprecated Import them from `@idemkit/drizzle`, where they moved: they guard any Drizzle write, not the outbox's. */

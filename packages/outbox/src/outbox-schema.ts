@@ -82,7 +82,9 @@ export const outboxEvents = outboxEventsTable();
 /** The processed events under their default name, `processed_events`. */
 export const processedEvents = processedEventsTable();
 
+/** A table of outbox events, made by `outboxEventsTable(name)`: the relay's and `enqueue`'s `table` option. */
 export type OutboxEventsTable = ReturnType<typeof outboxEventsTable<string>>;
+/** A table of processed events, made by `processedEventsTable(name)`: `processOnce`'s `table` option. */
 export type ProcessedEventsTable = ReturnType<typeof processedEventsTable<string>>;
 
 /** What a purge of one of these tables takes: the database, the cut-off, and optionally the table and batch. */

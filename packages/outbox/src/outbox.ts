@@ -37,10 +37,13 @@ export interface OutboxEventInput {
  * any `{ tx }` of the app's own with an explicit `key`.
  */
 export interface OutboxTarget {
+  /** The transaction the event is written in: the call's, so the event exists only if the call committed. */
   tx: unknown;
+  /** Derives the event's key from the call's, so a retried call writes the same event once. */
   subKey?: (name: string) => string;
 }
 
+/** What `createOutbox` takes: the table, when not the default. */
 export interface OutboxOptions {
   /** The outbox table, when it is not the default `outboxEvents`: one made with `outboxEventsTable(name, schema)`. */
   table?: OutboxEventsTable;
@@ -114,6 +117,7 @@ export function createOutbox({ table = outboxEvents, now }: OutboxOptions = {}) 
   }
 }
 
+/** The outbox `createOutbox` makes: `enqueue` an event in a transaction. */
 export type Outbox = ReturnType<typeof createOutbox>;
 
 /**

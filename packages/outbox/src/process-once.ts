@@ -29,6 +29,10 @@ import {
 import { type ProcessedEventsTable, type PurgeOptions, processedEvents } from "./outbox-schema.js";
 import { type OutboxTelemetryOptions, outboxTelemetryOf } from "./telemetry.js";
 
+/**
+ * What `processOnce` takes: the database, the consumer's name, the event's id and how long to wait for another
+ * delivery.
+ */
 export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   /** The database the handler writes to: the record of processed events must be in it. */
   db: TDb;
@@ -53,6 +57,10 @@ export interface ProcessOnceOptions<TDb extends AnyPgDatabase> {
   telemetry?: OutboxTelemetryOptions | false;
 }
 
+/**
+ * What `processOnce` answers: the handler's value when it ran here, or `processed: false` when the event was handled
+ * before.
+ */
 export type ProcessOnceResult<T> = { processed: true; value: T } | { processed: false };
 
 /**

@@ -19,6 +19,7 @@ import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbo
 import { type OutboxEventsTable, outboxEvents, type PurgeOptions } from "./outbox-schema.js";
 import { type OutboxTelemetryOptions, outboxTelemetryOf, type RelayEvent } from "./telemetry.js";
 
+/** What `createRelay` takes: the database, how to publish an event, and how often and how hard to try. */
 export interface RelayOptions {
   /** The database whose outbox to publish: one for the relay's life, as its statements are prepared on it once. */
   db: AnyPgDatabase;
@@ -222,6 +223,7 @@ export function createRelay({
   let stopping: AbortController | undefined;
 
   return {
+    /** Publishes one batch of due events, and says what became of them. */
     runOnce,
     /** Publishes until `stop()`: batch after batch while events are due, pausing `idleMs` when none are. */
     start(): void {
@@ -253,6 +255,7 @@ export function createRelay({
   };
 }
 
+/** The relay `createRelay` makes: `start()`, `stop()`, or `runOnce()` from your own scheduler. */
 export type Relay = ReturnType<typeof createRelay>;
 
 /**

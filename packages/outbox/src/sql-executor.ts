@@ -7,6 +7,7 @@ import { sql } from "drizzle-orm";
 
 /** What a library that brings its own SQL (the `db` option of pg-boss's `send`, for one) runs it through. */
 export interface SqlExecutor {
+  /** Runs SQL with `$1`-style parameters in the transaction, as pg-boss's `db` option calls it. */
   executeSql(text: string, values?: unknown[]): Promise<{ rows: Row[] }>;
 }
 

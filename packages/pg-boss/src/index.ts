@@ -1,3 +1,8 @@
+/**
+ * pg-boss jobs sent in the protected call's transaction and handled once each.
+ *
+ * @module @idemkit/pg-boss
+ */
 export type {
   IdempotentJobHandler,
   IdempotentSendOptions,

@@ -15,19 +15,24 @@ import { type ProcessedEventsTable, processOnce, type SqlExecutor, sqlExecutor }
  * `work` take, and the job a handler receives, are that version's own (see {@link SendOptionsOf}, {@link JobOf}).
  */
 export interface JobQueue {
+  /** Sends a job under `id` through `db`, the protected call's transaction. */
   send(name: string, data: object, options: { id: string; db: SqlExecutor }): Promise<string | null>;
+  /** Reads a job, to tell one sent before from one never sent. */
   // Written so pg-boss 10's signature fits, whose options must name includeArchive (false unless given).
   getJobById(
     name: string,
     id: string,
     options?: { db?: SqlExecutor; includeArchive?: boolean },
   ): Promise<{ state: string } | null>;
+  /** Whether the queue exists. */
   getQueue(name: string): Promise<object | null>;
+  /** Runs `handler` for the queue's jobs. */
   work(
     name: string,
     options: object,
     handler: (jobs: Array<{ id: string; expireInSeconds: number }>) => Promise<unknown>,
   ): Promise<string>;
+  /** Fails a job, with what went wrong. */
   fail(name: string, id: string, data: object): Promise<unknown>;
 }
 
@@ -72,6 +77,7 @@ export type IdempotentSendOptions<Boss extends JobQueue = JobQueue> = Omit<SendO
   key: string;
 };
 
+/** What `createJobs` takes: the started pg-boss, your database, and the processed-events table when not the default. */
 export interface JobsOptions<TDb extends AnyPgDatabase, Boss extends JobQueue> {
   /** A started pg-boss (`await boss.start()`), on the database `db` connects to: 10, 11 or 12. */
   boss: Boss;
@@ -192,6 +198,7 @@ export function createJobs<TDb extends AnyPgDatabase, Boss extends JobQueue>({
   };
 }
 
+/** The jobs `createJobs` makes: `send` in a protected call, `work` to handle each job once. */
 export type Jobs<TDb extends AnyPgDatabase, Boss extends JobQueue = JobQueue> = ReturnType<
   typeof createJobs<TDb, Boss>
 >;

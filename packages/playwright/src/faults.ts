@@ -17,6 +17,7 @@ const SENT_WITHIN_MS = 15_000;
 /** An armed fault: how many requests it took so far, and how to take it away before it fired. */
 export interface ArmedFault {
   readonly injected: number;
+  /** Stops the fault: the page's requests go through as before. */
   dispose(): Promise<void>;
 }
 
@@ -102,7 +103,10 @@ export async function goOfflineWhileInFlight(
   page: Page,
   act: () => Promise<void>,
   options: MutationFilter & { afterCommit?: boolean } = {},
-): Promise<{ backOnline: () => Promise<void> }> {
+): Promise<{
+  /** Brings the page back online: Next.js, or the hook, then sends the action again with its key. */
+  backOnline: () => Promise<void>;
+}> {
   const onItsWay = signal();
   const offline = signal();
   await routeMutations(page, options, 1, "goOfflineWhileInFlight", async (route) => {

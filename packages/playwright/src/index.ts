@@ -1,3 +1,8 @@
+/**
+ * Playwright helpers for double-submit tests of your own forms.
+ *
+ * @module @idemkit/playwright
+ */
 export { expectEffectTimes, expectOneKeyPerAction } from "./assertions.js";
 export { DoubleSubmitError } from "./errors.js";
 export {

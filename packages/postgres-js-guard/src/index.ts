@@ -27,6 +27,8 @@
  * `guardedConnections` moves `ssl` to it; leave `sslmode` out of the URL. Only the first host of a multi-host URL is
  * used. Not covered: a connection held with `sql.reserve()` outside a transaction, which the guard cannot tell from
  * an idle one; its next statement after the database ended it meets postgres.js's own handling.
+ *
+ * @module @idemkit/postgres-js-guard
  */
 import { EventEmitter } from "node:events";
 import { connect as connectTcp, isIP, type Socket } from "node:net";
@@ -52,6 +54,7 @@ import {
  */
 const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
 
+/** How the guard connects: its TLS, which it sets up below itself so that it reads the protocol in the clear. */
 export interface GuardedSocketOptions {
   /**
    * TLS, with the values postgres.js's `ssl` takes: `"require"` or `"prefer"` (encrypted, the certificate not checked;
@@ -200,6 +203,7 @@ export class GuardedSocket extends EventEmitter {
     return this.#state === "closed" ? "closed" : "open";
   }
 
+  /** Sends bytes to the server, or answers them itself once the session is over (postgres.js's socket contract). */
   write(chunk: Buffer | Uint8Array, callback?: (error?: Error | null) => void): boolean {
     const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     this.#toServer.read(bytes);
@@ -217,6 +221,7 @@ export class GuardedSocket extends EventEmitter {
     return this.#below.write(bytes, callback);
   }
 
+  /** Ends the connection once `data` is sent, as a `net.Socket` does; nothing once the session is over. */
   end(data?: Buffer | Uint8Array): this {
     const below = this.#below ?? this.#tcp;
     if (this.#state !== "open" || !below) return this;
@@ -225,21 +230,25 @@ export class GuardedSocket extends EventEmitter {
     return this;
   }
 
+  /** Closes the connection at once: postgres.js is told it closed when nothing it sent is still owed an answer. */
   destroy(): this {
     this.#end({ closed: true });
     return this;
   }
 
+  /** TCP keep-alive on the real socket, as postgres.js asks for it. */
   setKeepAlive(enable?: boolean, initialDelay?: number): this {
     this.#tcp?.setKeepAlive(enable, initialDelay);
     return this;
   }
 
+  /** Stops reading from the server: postgres.js's back-pressure. */
   pause(): this {
     (this.#below ?? this.#tcp)?.pause();
     return this;
   }
 
+  /** Reads from the server again. */
   resume(): this {
     (this.#below ?? this.#tcp)?.resume();
     return this;

@@ -3,6 +3,8 @@
  * create-t3-app generates it: `useIdempotentMutation(api.post.create)` where the app would write
  * `api.post.create.useMutation()`. The same hook as `@idemkit/react`'s, sending through the tRPC client that
  * `api.Provider` holds, so the app's links (`idempotencyLink` among them) carry each action's key.
+ *
+ * @module @idemkit/react/classic
  */
 import { getMutationKey } from "@trpc/react-query";
 import { TRPCContext } from "@trpc/react-query/shared";
@@ -17,7 +19,12 @@ import {
 
 /** A mutation procedure of `createTRPCReact`'s proxy: `api.post.create`. Its types are read from its `useMutation`. */
 export interface ClassicMutationProcedure {
-  useMutation: (...args: never[]) => { mutateAsync: (...args: never[]) => Promise<unknown>; error: unknown };
+  /** The procedure's own hook, read for its input, output and error types only: the hook never calls it. */
+  useMutation: (...args: never[]) => {
+    /** Sends the mutation: its parameters give the input's type, its answer the output's. */
+    mutateAsync: (...args: never[]) => Promise<unknown>;
+    error: unknown;
+  };
 }
 
 type MutationOf<P extends ClassicMutationProcedure> = ReturnType<P["useMutation"]>;

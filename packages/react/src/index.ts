@@ -1,3 +1,8 @@
+/**
+ * `useIdempotentMutation`: one key per user action on TanStack Query, for `@trpc/tanstack-react-query`'s procedures.
+ *
+ * @module @idemkit/react
+ */
 export type { KeyStorage, OutcomeLookup } from "@idemkit/core";
 export type { IdempotentMutationState } from "./action-result.js";
 export type { IdempotentActionOptions, IdempotentMutationKeyOptions } from "./idempotent-mutation.js";

@@ -9,15 +9,21 @@ type Reply = Promise<unknown>;
 
 /** node-redis 5 and 6: a client from `createClient()`, or a cluster from `createCluster()`. */
 export interface NodeRedisClient {
+  /** Runs a loaded script by its SHA-1. */
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Reply;
+  /** Runs a script, loading it. */
   eval(script: string, options: { keys: string[]; arguments: string[] }): Reply;
+  /** A hash's fields: how a record is read for inspection. */
   hGetAll(key: string): Reply;
 }
 
 /** ioredis 5 and 6: `new Redis()`, or `new Cluster()`. */
 export interface IoRedisClient {
+  /** Runs a loaded script by its SHA-1. */
   evalsha(sha: string, numberOfKeys: number, ...keysAndArguments: string[]): Reply;
+  /** Runs a script, loading it. */
   eval(script: string, numberOfKeys: number, ...keysAndArguments: string[]): Reply;
+  /** A hash's fields: how a record is read for inspection. */
   hgetall(key: string): Reply;
 }
 

@@ -14,6 +14,7 @@ import { RecordState } from "@idemkit/core/store";
 import { commandsOf, globEscaped, type RedisClient } from "./client.js";
 import { CLAIM, COMPLETE, PURGE, RELEASE, RENEW } from "./scripts.js";
 
+/** What `redisStore` takes: a connected client, and the prefix its keys share. */
 export interface RedisStoreOptions {
   /**
    * The app's Redis client: node-redis (`createClient()`, `createCluster()`) or ioredis (`new Redis()`,

@@ -1,3 +1,8 @@
+/**
+ * The tRPC middleware: `idempotency()` on mutation procedures, errors for clients, the outcome lookup, keys for server-side callers.
+ *
+ * @module @idemkit/trpc
+ */
 export type { IdempotencyContext, IdempotencyOutcomeAnswer } from "@idemkit/core";
 export type { IdempotencyErrorData } from "./errors.js";
 export { idempotencyErrorData, toTRPCError } from "./errors.js";

@@ -9,8 +9,11 @@ import type { TabIdentity } from "./tab-identity.js";
 
 /** The minimal storage a hook needs: `sessionStorage`, `localStorage`, or your own. */
 export interface KeyStorage {
+  /** The value kept under `name`, or null: as `sessionStorage.getItem`. */
   getItem(name: string): string | null;
+  /** Keeps `value` under `name`; it may throw (storage full, or refused), which the hooks survive. */
   setItem(name: string, value: string): void;
+  /** Forgets what is kept under `name`. */
   removeItem(name: string): void;
 }
 

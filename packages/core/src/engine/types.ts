@@ -51,6 +51,7 @@ export interface IdempotencyEvent extends RecordId {
 export const IdempotencyMode = { ATOMIC: "atomic", LEASE: "lease" } as const;
 export type IdempotencyMode = (typeof IdempotencyMode)[keyof typeof IdempotencyMode];
 
+/** What `createIdempotencyEngine` takes: the store, the mode, and how long each part of a call may take. */
 export interface IdempotencyEngineOptions<Tx> {
   /** Where records live. */
   store: IdempotencyStore<Tx>;
@@ -163,6 +164,7 @@ export interface Settlement<T> {
   response: StoredResponse | undefined;
 }
 
+/** What `engine.run` answers: the work's own value on a first run, or the stored response it replays. */
 export type RunResult<T> = { replayed: false; value: T } | { replayed: true; response: StoredResponse };
 
 /** How the engine's parts report a decision. */

@@ -13,6 +13,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AtomicCapability, ClaimRequest, IdempotencyStore, StoredResponse } from "../store.js";
 
+/** What `describeAtomicConformance` runs each case against: a store with atomic mode over a real database. */
 export interface AtomicConformanceSubject<Tx> {
   /** A store with atomic mode. */
   store: IdempotencyStore<Tx> & { readonly atomic: AtomicCapability<Tx> };
@@ -24,9 +25,11 @@ export interface AtomicConformanceSubject<Tx> {
   count(marker: string): Promise<number>;
   /** A response this store cannot store, so that completing with it fails. */
   unstorableResponse: StoredResponse;
+  /** Run after each case, to close what the subject opened. */
   cleanup?: () => Promise<void> | void;
 }
 
+/** How the atomic suite adapts to its database. */
 export interface AtomicConformanceOptions {
   /**
    * True for a database with one connection (PGlite): a second transaction waits for the first to end before it

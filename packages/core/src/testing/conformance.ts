@@ -9,8 +9,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { ClaimResult, IdempotencyStore, RecordId, StoredResponse } from "../store.js";
 
+/** What `describeStoreConformance` runs each case against. */
 export interface ConformanceSubject {
+  /** A fresh store: each case makes its own keys, so one store may serve them all. */
   store: IdempotencyStore<unknown>;
+  /** Run after each case, to close what the subject opened. */
   cleanup?: () => Promise<void> | void;
 }
 

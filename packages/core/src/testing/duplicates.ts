@@ -7,6 +7,7 @@
 /** Where the requests go: the app's origin (`http://127.0.0.1:3000`), or its Fetch handler itself. */
 export type DuplicateTarget = string | ((request: Request) => Response | Promise<Response>);
 
+/** What `fireDuplicates` sends, where, and how many times at once. */
 export interface FireDuplicatesOptions {
   /** The app: its origin, or its Fetch handler (a route's `POST`, `(req) => fetchRequestHandler({ req, ... })`). */
   target: DuplicateTarget;
@@ -39,6 +40,7 @@ export interface DuplicateAnswer {
   body: string;
 }
 
+/** What `fireDuplicates` saw: the key it used, and each answer with its status, body and headers. */
 export interface DuplicateReport {
   key: string;
   answers: DuplicateAnswer[];

@@ -1,3 +1,8 @@
+/**
+ * The client links: one key per mutation, sent again with it while its answer is lost.
+ *
+ * @module @idemkit/trpc/client
+ */
 export type { LinkClock } from "./clock.js";
 export { isRetryableError, isStoredRefusal } from "./errors.js";
 export { idempotencyHeaders, KeyedBatchError } from "./headers.js";
