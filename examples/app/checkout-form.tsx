@@ -1,6 +1,6 @@
-"use client";
 /** The checkout's form (app/checkout/checkout-form.tsx): one key per user action over useActionState. */
 // #region checkout-form
+"use client";
 import { ActionKeyField, isActionRefusal, submittedValue, useIdempotentActionState } from "@idemkit/next/client";
 import type { ReactNode } from "react";
 import { placeOrder } from "../server/actions";

@@ -1,9 +1,9 @@
-"use server";
 /**
  * The checkout as a Next.js Server Action (app/checkout/actions.ts), on the same store and tables as the tRPC
  * procedures: one order per user action, with or without JavaScript.
  */
 // #region server-action
+"use server";
 import { drizzleStore } from "@idemkit/drizzle";
 import { idempotentAction } from "@idemkit/next";
 import { headers } from "next/headers";
