@@ -1,5 +1,5 @@
 /**
- * A new Next.js app's checkout after the Server Action guide (docs/server-actions.md), in Chromium against a real PostgreSQL,
+ * A new Next.js app's checkout after the README's Server Action quickstart, in Chromium against a real PostgreSQL,
  * with create-next-app's defaults (`cacheComponents` on) and the newest peers a plain install gets: however a user
  * or the network repeats "Place order", with JavaScript or without, one user action places one order. The app has
  * Next.js's `experimental.useOffline` on, so Next.js itself sends an action again that the network dropped.

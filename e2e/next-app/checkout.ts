@@ -7,10 +7,16 @@ import postgres from "postgres";
 
 const url = process.env.E2E_NEXT_APP_DATABASE_URL;
 if (!url) throw new Error("E2E_NEXT_APP_DATABASE_URL is not set: run the new app's tests through `npm run e2e`.");
-const sql = postgres(url, { max: 2, onnotice: () => {} });
+/** The tests' connection, opened when first used: the spec files of one worker share it, each closing it after. */
+let sql: postgres.Sql | undefined;
+const database = () => (sql ??= postgres(url, { max: 2, onnotice: () => {} }));
 
-/** Closes the tests' connection; for `test.afterAll`. */
-export const closeDatabase = () => sql.end();
+/** Closes the tests' connection; for `test.afterAll`. The next test that counts orders opens it again. */
+export async function closeDatabase(): Promise<void> {
+  const open = sql;
+  sql = undefined;
+  await open?.end();
+}
 
 /** Signs a new user in on `context` and returns their id. */
 export async function signIn(context: BrowserContext, baseURL: string): Promise<string> {
@@ -21,7 +27,9 @@ export async function signIn(context: BrowserContext, baseURL: string): Promise<
 
 /** How many orders the user placed, as the database has them: what each action must add once. */
 export async function ordersOf(userId: string): Promise<number> {
-  const [row] = await sql<{ count: number }[]>`select count(*)::int as count from orders where user_id = ${userId}`;
+  const [row] = await database()<
+    { count: number }[]
+  >`select count(*)::int as count from orders where user_id = ${userId}`;
   return row?.count ?? 0;
 }
 

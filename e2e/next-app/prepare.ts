@@ -1,9 +1,10 @@
 /**
  * A Next.js app as a new user starts it today and protects its checkout: the scaffold of create-next-app 16.4.3 with
- * its defaults (App Router, TypeScript, Tailwind, Turbopack, `cacheComponents` on), the README's quickstart applied
- * to it (`adoption.patch`, whose files the README shows: the table, the database, drizzle-kit's config, the action,
- * the form, its page, a receipt), the packages installed from their tarballs beside `drizzle-orm` and `postgres`
- * with a plain `npm install` (so it gets what the registry serves today, its peer checks on), its tables made with
+ * its defaults (App Router, TypeScript, Tailwind, Turbopack, `cacheComponents` on), the README's three quickstarts
+ * applied to it (`adoption.patch`, whose files the README shows: the table, the database, drizzle-kit's config; the
+ * Server Action, its form, page and receipt; a route handler; a tRPC router, its route and its client), the packages
+ * installed from their tarballs beside their peers with a plain `npm install` (so it gets what the registry serves
+ * today, its peer checks on), its tables made with
  * `drizzle-kit push` as the quickstart says, and a production build. The one change that is not the quickstart's,
  * `offline-font.patch`, takes out the layout's Google fonts, which the build would download: nothing but the npm
  * registry is reached.
@@ -16,8 +17,8 @@ import { installedVersions, packed, run } from "../scaffold.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CREATE_NEXT_APP = "create-next-app@16.4.3";
-/** The packages the README's quickstart installs, and core and command-line, which stand in for their published versions. */
-const PACKAGES = ["core", "command-line", "drizzle", "next"] as const;
+/** The packages the README's quickstarts install, and command-line, which stands in for its published version. */
+const PACKAGES = ["core", "command-line", "drizzle", "next", "trpc"] as const;
 /** What the app was installed at, reported so a run says which versions it tested. */
 const REPORTED = ["next", "react", "drizzle-orm", "postgres"];
 
@@ -39,7 +40,8 @@ export async function prepareNextApp(databaseUrl: string): Promise<NextApp> {
     await turnOnOfflineResend(join(dir, "next.config.ts"));
 
     const tarballs = await packed(PACKAGES, temp);
-    await run("npm", ["install", "--no-audit", "--no-fund", ...tarballs, "drizzle-orm", "postgres"], dir);
+    const peers = ["drizzle-orm", "postgres", "@trpc/server", "@trpc/client", "zod"];
+    await run("npm", ["install", "--no-audit", "--no-fund", ...tarballs, ...peers], dir);
     await run("npm", ["install", "--no-audit", "--no-fund", "--save-dev", "drizzle-kit"], dir);
     // The tables, as the quickstart makes them: drizzle-kit from the app's own schema, idemkit's among them.
     await run("npx", ["drizzle-kit", "push"], dir, { DATABASE_URL: databaseUrl });

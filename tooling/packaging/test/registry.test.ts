@@ -2,7 +2,7 @@
  * The release pipeline and the README's install commands, for real: every package is published with the
  * repository's own `changeset publish` to a throwaway local registry (Verdaccio, started here, passing everything
  * else through to the npm registry), then an app outside the workspace runs the install commands of the README and
- * the guides (the quickstart's, the Install section's and pg-boss's), word for word, against it and imports what they
+ * the guides (the quickstarts', the Install section's and pg-boss's), word for word, against it and imports what they
  * installed.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
@@ -143,15 +143,19 @@ describe("the release pipeline and the Install section, on a local registry", ()
 
     const manifest = JSON.parse(await readFile(join(app, "package.json"), "utf8"));
     expect(Object.keys(manifest.dependencies).sort()).toEqual([
+      "@idemkit/core",
       "@idemkit/drizzle",
       "@idemkit/next",
       "@idemkit/outbox",
       "@idemkit/pg-boss",
       "@idemkit/react",
       "@idemkit/trpc",
+      "@trpc/client",
+      "@trpc/server",
       "drizzle-orm",
       "pg-boss",
       "postgres",
+      "zod",
     ]);
     const loaded = await run(
       process.execPath,
