@@ -131,11 +131,16 @@ export async function refuseBehindPooler(db: object): Promise<void> {
   const client = postgresJsClient(db);
   if (client?.options.prepare !== true) return;
   const verdict = verdictOf(client);
-  if (!verdict.refusal && !verdict.answered && !verdict.probe && verdict.crowded > 0) {
-    if (verdict.crowded < CROWDED_PROBES) probeLater(client, verdict);
-  } else if (!verdict.refusal && !verdict.answered) {
-    verdict.probe ??= probe(client, verdict, PROBE_WAIT_MS);
-    if (!verdict.unwaited && !(await settlesWithin(verdict.probe, PROBE_WAIT_MS))) verdict.unwaited = true;
+  if (!verdict.refusal && !verdict.answered) {
+    if (!verdict.probe && verdict.crowded > 0) {
+      // Asked again once this call has queued its own statement, so that the probe never takes its connection first.
+      if (verdict.crowded < CROWDED_PROBES) {
+        verdict.probe = afterThisTurn().then(() => probe(client, verdict, LATER_PROBE_WAIT_MS));
+      }
+    } else {
+      verdict.probe ??= probe(client, verdict, PROBE_WAIT_MS);
+      if (!verdict.unwaited && !(await settlesWithin(verdict.probe, PROBE_WAIT_MS))) verdict.unwaited = true;
+    }
   }
   if (verdict.refusal) throw verdict.refusal;
 }
@@ -161,16 +166,12 @@ function probe(client: PostgresJsClient, verdict: Verdict, secondWaitMs: number)
 }
 
 /**
- * Asks a pool that was too busy at an earlier call once more, after the current turn of the event loop: by then the
- * call that started it has queued its own statement, so the probe's first connection is never taken before it.
+ * Settles after the current turn of the event loop: with setImmediate where there is one (Node.js, Bun, Deno), after
+ * the I/O callbacks of this turn, in which a call queues its statement.
  */
-function probeLater(client: PostgresJsClient, verdict: Verdict): void {
-  let started!: () => void;
-  verdict.probe = new Promise<void>((resolve) => (started = resolve)).then(() =>
-    probe(client, verdict, LATER_PROBE_WAIT_MS),
-  );
-  // setImmediate where there is one (Node.js, Bun, Deno): after the I/O callbacks that queue the call's statement.
-  (globalThis.setImmediate ?? ((run: () => void) => setTimeout(run, 0)))(started);
+function afterThisTurn(): Promise<void> {
+  const schedule = globalThis.setImmediate ?? ((run: () => void) => setTimeout(run, 0));
+  return new Promise((resolve) => schedule(() => resolve()));
 }
 
 /**

@@ -5,20 +5,15 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
 import { expect, it } from "vitest";
-
-const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+import { documentationPages, ROOT } from "./pages.js";
 
 /** The pages checked: the README, every guide, every package's README. */
 function pages(): string[] {
-  const guides = readdirSync(join(ROOT, "docs"))
-    .filter((name) => name.endsWith(".md"))
-    .map((name) => join("docs", name));
   const packages = readdirSync(join(ROOT, "packages"))
     .map((name) => join("packages", name, "README.md"))
     .filter((path) => existsSync(join(ROOT, path)));
-  return ["README.md", ...guides, ...packages];
+  return [...documentationPages(), ...packages];
 }
 
 /** The lines of `markdown` outside fenced code blocks. */
