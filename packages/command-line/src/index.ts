@@ -1,7 +1,7 @@
 /// <reference types="node" />
 /**
  * What every command of idemkit's does, whichever server it reads or purges (`idemkit`, `idemkit-outbox`,
- * `idemkit-purge` and `idemkit-outbox-purge` on PostgreSQL, `idemkit-redis` on Redis): read its subcommand and
+ * `idemkit-purge` and `idemkit-outbox-purge` on PostgreSQL, `idemkit-redis` on Redis, `idemkit-dynamodb` on DynamoDB): read its subcommand and
  * options, connect to the server its environment names (with a driver the app installed, loaded only once a server
  * is needed), run, and print one JSON document (`--json`) or lines for people. The exit codes, here and nowhere
  * else, so that a script reads every command alike: 0 done; 1 the server failed, said on one line as what to do
@@ -9,6 +9,18 @@
  * and no part of the engine: a package of its own, which only the packages with commands depend on.
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
+
+export type { RecordView } from "./records.js";
+export {
+  hasEnoughListed,
+  listReport,
+  RECORD_OPTIONS,
+  recordArgsProblem,
+  recordLines,
+  recordView,
+  showReport,
+  statsReport,
+} from "./records.js";
 
 /** What a command printed: the document for `--json`, lines for people, and whether it found what it was asked. */
 export interface InspectReport {
@@ -141,11 +153,4 @@ export function missingDriver(name: string, driver: string, cause: unknown): nev
     oneLine(`${name} connects with ${driver}, which is not installed here: run \`npm install ${driver}\` (${cause})`),
   );
   process.exit(2);
-}
-
-/** Prints a record as aligned `name value` lines, leaving out what it does not have. */
-export function recordLines(record: Record<string, unknown>): string[] {
-  return Object.entries(record)
-    .filter(([, value]) => value !== null && value !== undefined)
-    .map(([name, value]) => `${name.padEnd(12)} ${value}`);
 }

@@ -12,14 +12,18 @@
  */
 import {
   type CommandArgs,
+  hasEnoughListed,
   type InspectReport,
+  listReport,
   missingDriver,
-  recordLines,
+  RECORD_OPTIONS,
+  type RecordView,
+  recordArgsProblem,
+  recordView,
   runCommandLine,
-  wrongCount,
+  showReport,
+  statsReport,
 } from "@idemkit/command-line";
-import type { StoredRecord } from "@idemkit/core";
-import { isSealedBody } from "@idemkit/core/internal";
 import { commandsOf, type RedisClient } from "./client.js";
 import { recordKeyOf, recordOf, recordPattern } from "./store.js";
 
@@ -36,11 +40,7 @@ const USAGE = `usage: REDIS_URL=redis://… idemkit-redis <command> [options]
 Exit codes: 0 done, 1 Redis failed, 2 a usage error, 3 show found nothing. Needs the "redis" package (npm install redis).`;
 
 const OPTIONS = {
-  scope: { type: "string" },
-  path: { type: "string" },
-  body: { type: "boolean" },
-  stuck: { type: "boolean" },
-  limit: { type: "string", default: "50" },
+  ...RECORD_OPTIONS,
   prefix: { type: "string", default: "idemkit:" },
 } as const;
 type Given = CommandArgs<typeof OPTIONS>;
@@ -53,48 +53,27 @@ interface InspectingClient {
 /** The fields `list` and `stats` read of each record: never its answer, which may be large. */
 const SUMMARY_FIELDS = ["state", "fingerprint", "fence", "lease", "expires", "status"];
 
-/** A record as the tool shows it: times as seconds from now, the answer only when asked. */
-function shown(name: string, record: StoredRecord, now: number, withBody = false) {
-  const seconds = (at: number) => Math.round((at - now) / 100) / 10;
-  const body = record.state === "completed" && withBody ? record.response.body : undefined;
-  return {
-    redisKey: name,
-    state: record.state,
-    fence: record.fence,
-    fingerprint: record.fingerprint,
-    status: record.state === "completed" ? record.response.status : null,
-    leaseLeftS: record.state === "in_progress" ? seconds(record.leaseExpiresAt) : null,
-    expiresInS: seconds(record.expiresAt),
-    ...(body !== undefined && { body: isSealedBody(body) ? "(sealed by encryptedStore)" : body }),
-  };
-}
-type Shown = ReturnType<typeof shown>;
-
-const isStuck = (record: Shown) => record.leaseLeftS !== null && record.leaseLeftS <= 0;
-
 async function show(client: RedisClient, { operands, values }: Given): Promise<InspectReport> {
   const id = { scope: String(values.scope), path: String(values.path), key: String(operands[0]) };
   const name = recordKeyOf(values.prefix)(id);
   const record = recordOf(await commandsOf(client).fields(name));
-  if (!record) return { document: null, lines: [`no record of key ${id.key} on ${id.path}`], found: false };
-  const view = shown(name, record, Date.now(), values.body);
-  return { document: view, found: true, lines: recordLines(view) };
+  return showReport("redisKey", record && recordView(name, record, Date.now(), values.body), id.key, id.path);
 }
 
 /**
  * The records' summaries, one SCAN batch at a time, each batch's fields read at once (node-redis pipelines the
  * commands sent in one tick), until `enough` has them.
  */
-async function summaries(client: RedisClient, prefix: string, enough: (records: Shown[]) => boolean) {
+async function summaries(client: RedisClient, prefix: string, enough: (records: RecordView[]) => boolean) {
   const now = Date.now();
-  const records: Shown[] = [];
+  const records: RecordView[] = [];
   const reader = client as unknown as InspectingClient;
   for await (const names of commandsOf(client).scan(recordPattern(prefix), 500)) {
     const replies = await Promise.all(names.map((name) => reader.hmGet(name, SUMMARY_FIELDS)));
     names.forEach((name, index) => {
       const reply = replies[index] ?? [];
       const record = recordOf(Object.fromEntries(SUMMARY_FIELDS.map((field, at) => [field, reply[at] ?? undefined])));
-      if (record) records.push(shown(name, record, now));
+      if (record) records.push(recordView(name, record, now));
     });
     if (enough(records)) break;
   }
@@ -103,42 +82,12 @@ async function summaries(client: RedisClient, prefix: string, enough: (records: 
 
 async function list(client: RedisClient, { values }: Given): Promise<InspectReport> {
   const limit = Number(values.limit);
-  const listed = (record: Shown) => record.state === "in_progress" && (!values.stuck || isStuck(record));
-  const records = await summaries(client, values.prefix, (seen) => seen.filter(listed).length >= limit);
-  const running = records.filter(listed).slice(0, limit);
-  return {
-    document: running,
-    found: true,
-    lines:
-      running.length === 0
-        ? [values.stuck ? "no stuck record" : "no record in progress"]
-        : running.map(
-            (record) =>
-              `${record.redisKey}  fence ${record.fence}  ${isStuck(record) ? "stuck: its lease ended" : `lease ${record.leaseLeftS}s left`}`,
-          ),
-  };
+  const records = await summaries(client, values.prefix, hasEnoughListed(values.stuck, limit));
+  return listReport("redisKey", records, { stuck: values.stuck, limit });
 }
 
 async function stats(client: RedisClient, { values }: Given): Promise<InspectReport> {
-  const records = await summaries(client, values.prefix, () => false);
-  const count = (test: (record: Shown) => boolean) => records.filter(test).length;
-  const totals = {
-    succeeded: count((record) => record.status !== null && record.status < 400),
-    refused4xx: count((record) => record.status !== null && record.status >= 400 && record.status < 500),
-    failed5xx: count((record) => record.status !== null && record.status >= 500),
-    running: count((record) => record.state === "in_progress" && !isStuck(record)),
-    stuck: count((record) => record.state === "in_progress" && isStuck(record)),
-  };
-  return {
-    document: totals,
-    found: true,
-    lines: [
-      "records Redis holds (each until its TTL; replays, conflicts and mismatches are the idemkit.calls metric's)",
-      Object.entries(totals)
-        .map(([name, value]) => `${name} ${value}`)
-        .join("  "),
-    ],
-  };
+  return statsReport("Redis", await summaries(client, values.prefix, () => false));
 }
 
 await runCommandLine({
@@ -147,12 +96,7 @@ await runCommandLine({
   commands: { show, list, stats },
   options: OPTIONS,
   urlVariable: "REDIS_URL",
-  check({ command, operands, values }) {
-    if (command === "show" && (operands.length !== 1 || !values.scope || !values.path)) {
-      return "show takes one key, with its --scope and --path (a record's Redis key is a digest of all three)";
-    }
-    return wrongCount("limit", values.limit);
-  },
+  check: (args) => recordArgsProblem(args, "Redis key"),
   async connect(url) {
     const { createClient } = await import("redis").catch((cause: unknown) =>
       missingDriver("idemkit-redis", "redis", cause),
