@@ -8,6 +8,7 @@ function required(name: string): string {
 export const env = {
   databaseUrl: required("DATABASE_URL"),
   redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+  idempotencyTable: process.env.IDEMPOTENCY_TABLE ?? "idempotency",
 };
 
 /** The keys stored answers are sealed with (`sealed-store.ts`), read only where they are used. */

@@ -15,8 +15,9 @@
  *   no-op             a procedure that does nothing, unprotected, and its protected twin replayed from the cache:
  *                     the floor that HTTP and tRPC set, against which a cached replay should add nothing
  *   lease, <store>    the unprotected writes in lease mode (the mode of effects outside the database), keys kept
- *                     in PostgreSQL (drizzleStore) or in Redis (redisStore, AOF with appendfsync everysec), first
- *                     execution and replay (no replay cache: the store answers), Redis compared with PostgreSQL
+ *                     in PostgreSQL (drizzleStore), in Redis (redisStore, AOF with appendfsync everysec) or in
+ *                     DynamoDB's API (dynamoStore on dynalite, in memory, on this machine), first execution and
+ *                     replay (no replay cache: the store answers), Redis and DynamoDB compared with PostgreSQL
  *
  * and prints requests/s, p50 and p99 latency, the server's CPU time per request, and each throughput as a ratio
  * of its baseline.
@@ -29,7 +30,9 @@
  * BENCH_CONNECTIONS (16), BENCH_ONLY (scenario names, separated by ";"; their baselines run too), BENCH_AGAINST.
  */
 import { Agent } from "node:http";
-import { createDatabase, startPostgres, startRedis } from "@idemkit/testkit";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { createTable } from "@idemkit/dynamodb";
+import { createDatabase, startDynamo, startPostgres, startRedis } from "@idemkit/testkit";
 import { openDatabase } from "../src/server/database";
 import { type Answer, type BenchServer, percentile, post, printTable, startBenchServer } from "./shared";
 
@@ -97,6 +100,12 @@ const allScenarios: Scenario[] = [
     baseline: "lease, PostgreSQL, first",
   },
   {
+    name: "lease, DynamoDB, first",
+    path: "bench.leaseOrderDynamo",
+    key: () => globalThis.crypto.randomUUID(),
+    baseline: "lease, PostgreSQL, first",
+  },
+  {
     name: "lease, PostgreSQL, replay",
     path: "bench.leaseOrderPostgres",
     key: replayKey,
@@ -106,6 +115,13 @@ const allScenarios: Scenario[] = [
   {
     name: "lease, Redis, replay",
     path: "bench.leaseOrderRedis",
+    key: replayKey,
+    replays: true,
+    baseline: "lease, PostgreSQL, replay",
+  },
+  {
+    name: "lease, DynamoDB, replay",
+    path: "bench.leaseOrderDynamo",
     key: replayKey,
     replays: true,
     baseline: "lease, PostgreSQL, replay",
@@ -137,6 +153,17 @@ const migrated = await openDatabase({ url: database.url, max: 1 });
 await migrated.close();
 const redisServer = await startRedis({ appendfsync: "everysec" });
 process.env.REDIS_URL = redisServer.url;
+const dynamoServer = await startDynamo();
+process.env.DYNAMODB_ENDPOINT = dynamoServer.endpoint;
+process.env.BENCH_DYNAMODB_TABLE = "idempotency";
+const dynamo = new DynamoDBClient({
+  endpoint: dynamoServer.endpoint,
+  region: "us-east-1",
+  credentials: { accessKeyId: "bench", secretAccessKey: "bench" },
+});
+// dynalite has no Time to Live: the rounds outlast no record anyway.
+await createTable(dynamo, process.env.BENCH_DYNAMODB_TABLE, { timeToLive: false });
+dynamo.destroy();
 
 interface Target {
   /** How its rows are marked: "" for this checkout's, else the other's. */
@@ -232,7 +259,7 @@ const rateOf = (name: string) => {
   return total.requests / total.seconds;
 };
 console.log(
-  `\nidemkit bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s per scenario, PostgreSQL fsync on, pool ${process.env.BENCH_POOL ?? 10}, Redis AOF everysec${AGAINST ? `; @against: ${process.env.BENCH_AGAINST_REF ?? AGAINST}` : ""}\n`,
+  `\nidemkit bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s per scenario, PostgreSQL fsync on, pool ${process.env.BENCH_POOL ?? 10}, Redis AOF everysec, DynamoDB on dynalite${AGAINST ? `; @against: ${process.env.BENCH_AGAINST_REF ?? AGAINST}` : ""}\n`,
 );
 const columns = ["scenario", "req/s", "p50 ms", "p99 ms", "server CPU ms/req", "errors", "vs baseline"];
 printTable(
@@ -267,3 +294,4 @@ for (const target of targets) {
 await database.drop();
 await postgresServer.stop();
 await redisServer.stop();
+await dynamoServer.stop();

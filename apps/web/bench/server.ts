@@ -10,8 +10,11 @@
  *   bench.slowOrder              placeOrder's writes, then `holdMs` more inside its transaction: a call slow enough
  *                                for a storm of duplicates to gather behind it (bench:scale)
  *   bench.leaseOrderPostgres     placeOrderUnprotected's writes in lease mode, keys in PostgreSQL (drizzleStore)
- *   bench.leaseOrderRedis        the same in lease mode, keys in Redis at REDIS_URL (redisStore); both without
- *                                the replay cache, so a replay reads the store. Only when REDIS_URL is set.
+ *   bench.leaseOrderRedis        the same in lease mode, keys in Redis at REDIS_URL (redisStore). Only when
+ *                                REDIS_URL is set.
+ *   bench.leaseOrderDynamo       the same in lease mode, keys in DynamoDB at DYNAMODB_ENDPOINT, in the table
+ *                                BENCH_DYNAMODB_TABLE (dynamoStore). Only when both are set. The lease stores run
+ *                                without the replay cache, so a replay reads the store.
  *   bench.placeOrderAtomic       placeOrderUnprotected's writes protected in atomic mode, nothing else (the demo's
  *                                checkout.placeOrder also enqueues its confirmation in the outbox)
  *   bench.placeOrderHandWritten  the floor of exactly-once: placeOrderUnprotected's writes made idempotent by hand,
@@ -20,8 +23,10 @@
  *                                its statements cost without its engine
  */
 import { createHash } from "node:crypto";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { drizzleStore, idempotencyKeys } from "@idemkit/drizzle";
 import { command, run, SAVEPOINT, statementsFor } from "@idemkit/drizzle/internal";
+import { dynamoStore } from "@idemkit/dynamodb";
 import { redisStore } from "@idemkit/redis";
 import { serveFetch } from "@idemkit/testkit";
 import { idempotency } from "@idemkit/trpc";
@@ -48,6 +53,15 @@ const idempotent = t.procedure.use(
 const redis = process.env.REDIS_URL
   ? await createClient({ url: process.env.REDIS_URL, disableOfflineQueue: true }).connect()
   : undefined;
+const dynamoTable = process.env.BENCH_DYNAMODB_TABLE;
+const dynamo =
+  process.env.DYNAMODB_ENDPOINT && dynamoTable
+    ? new DynamoDBClient({
+        endpoint: process.env.DYNAMODB_ENDPOINT,
+        region: "us-east-1",
+        credentials: { accessKeyId: "bench", secretAccessKey: "bench" },
+      })
+    : undefined;
 const leased = (store: Parameters<typeof idempotency>[0]["store"]) =>
   t.procedure
     .use(
@@ -163,6 +177,8 @@ const router = t.mergeRouters(
         ),
       leaseOrderPostgres: leased(drizzleStore({ db })),
       ...(redis && { leaseOrderRedis: leased(redisStore({ client: redis })) }),
+      ...(dynamo &&
+        dynamoTable && { leaseOrderDynamo: leased(dynamoStore({ client: dynamo, tableName: dynamoTable })) }),
       placeOrderAtomic: idempotent
         .input(placeOrderInput)
         .mutation(({ ctx, input }) =>
@@ -197,5 +213,6 @@ process.once("SIGTERM", async () => {
   await server.close();
   await client.end({ timeout: 1 });
   redis?.destroy();
+  dynamo?.destroy();
   process.exit(0);
 });

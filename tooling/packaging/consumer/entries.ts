@@ -7,6 +7,7 @@ import { withIdempotency } from "@idemkit/core/fetch";
 import { replacement } from "@idemkit/core/store";
 import type { describeStoreConformance, fireDuplicates } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
+import { type createTable, dynamoStore } from "@idemkit/dynamodb";
 import { type IdempotencyKeyField, idempotentAction } from "@idemkit/next";
 import { createOutbox, type outboxEvents, type processOnce } from "@idemkit/outbox";
 import { createJobs, type jobIdFor } from "@idemkit/pg-boss";
@@ -39,6 +40,7 @@ export type Entries = [
   typeof idempotencyLink,
   typeof idempotencyRetryLink,
   typeof fireDuplicates,
+  typeof createTable,
 ];
 
 export function misuse(): void {
@@ -66,6 +68,8 @@ export function misuse(): void {
   createJobs({});
   // @ts-expect-error the store needs a Redis client
   redisStore({});
+  // @ts-expect-error the store needs a DynamoDB client and its table
+  dynamoStore({});
   // @ts-expect-error the assertion reads a log of mutations
   expectOneKeyPerAction([]);
 }

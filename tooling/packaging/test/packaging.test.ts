@@ -29,10 +29,12 @@ const PACKAGES = [
   "react",
   "pg-boss",
   "redis",
+  "dynamodb",
   "playwright",
 ] as const;
 /** What the consumer app imports besides idemkit, at the versions the workspace tests with. */
 const THIRD_PARTY = [
+  "@aws-sdk/client-dynamodb",
   "@electric-sql/pglite",
   "@opentelemetry/api",
   "@playwright/test",

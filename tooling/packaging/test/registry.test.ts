@@ -31,6 +31,7 @@ const PUBLISHED = [
   "next",
   "react",
   "redis",
+  "dynamodb",
   "pg-boss",
   "playwright",
 ];

@@ -20,6 +20,8 @@ export {
   openPglite,
   openPostgres,
 } from "./databases.js";
+export type { RunningDynamo } from "./dynalite.js";
+export { startDynamo } from "./dynalite.js";
 export type { EndingConnections } from "./ending-connections.js";
 export { endingConnections } from "./ending-connections.js";
 export type { Fault, FaultProxy, ProxiedRequest } from "./fault-proxy.js";

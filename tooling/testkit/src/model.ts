@@ -315,14 +315,14 @@ const commands = [
  */
 export function describeContractModel<Tx>(
   name: string,
-  { modes, open }: { modes: IdempotencyMode[]; open: () => ModelSubject<Tx> },
+  { modes, open }: { modes: IdempotencyMode[]; open: () => ModelSubject<Tx> | Promise<ModelSubject<Tx>> },
 ): void {
   describe.each(modes)(`the contract's model on ${name}, in %s mode`, (mode) => {
     it("agrees with the engine and the store on every generated sequence", async () => {
       await fc.assert(
         fc.asyncProperty(fc.commands(commands, { maxCommands: 30 }), async (sequence) => {
           const clock = { now: Date.UTC(2026, 0, 1) };
-          const subject = open() as ModelSubject<unknown>;
+          const subject = (await open()) as ModelSubject<unknown>;
           const setup = () => ({
             model: { mode, now: clock.now, records: new Map(), executions: new Map(), rows: new Map(), ghosts: [] },
             real: {

@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+/**
+ * `idemkit-dynamodb`: what an operator asks of the records in the table named by DYNAMODB_TABLE, with the AWS
+ * SDK's own configuration (AWS_REGION, the credentials chain, AWS_ENDPOINT_URL_DYNAMODB for another endpoint).
+ * A record's partition key is a digest of its id, so `show` needs the scope and path with the key, and `list` names
+ * records by their partition key:
+ *
+ *   idemkit-dynamodb show KEY --scope S --path P [--body]   one record: state, fence, fingerprint, lease, expiry, status
+ *   idemkit-dynamodb list [--stuck] [--limit N]             the records in progress (--stuck: their lease ended)
+ *   idemkit-dynamodb stats                                  the records the table holds, by how they ended
+ *
+ * `--json` prints one JSON document. Exit codes: 0 done, 1 DynamoDB failed (unreachable, no credentials, no such
+ * table: said as such), 2 a usage error, 3 `show` found nothing.
+ */
+import { DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import {
+  type CommandArgs,
+  hasEnoughListed,
+  type InspectReport,
+  listReport,
+  RECORD_OPTIONS,
+  type RecordView,
+  recordArgsProblem,
+  recordView,
+  runCommandLine,
+  showReport,
+  statsReport,
+} from "@idemkit/command-line";
+import { RecordState } from "@idemkit/core/store";
+import { type Item, namesIn, PARTITION_KEY, recordKeyOf, recordOfItem, str } from "./items.js";
+import { dynamoStore } from "./store.js";
+
+const USAGE = `usage: DYNAMODB_TABLE=… idemkit-dynamodb <command> [options]
+
+  show KEY --scope S --path P [--body]   one record: state, fence, fingerprint, lease, expiry and stored status;
+                                         --body prints the stored answer too (sealed when encryptedStore wrote it)
+  list [--stuck] [--limit N]             records in progress (--stuck: their lease has ended), by partition key
+  stats                                  the records the table holds: completed by status, running, stuck
+
+  --json           one JSON document instead of lines
+
+The region and credentials are the AWS SDK's (AWS_REGION, AWS_PROFILE, …); AWS_ENDPOINT_URL_DYNAMODB points it at
+another endpoint (DynamoDB Local). Exit codes: 0 done, 1 DynamoDB failed, 2 a usage error, 3 show found nothing.`;
+
+type Given = CommandArgs<typeof RECORD_OPTIONS>;
+
+interface Table {
+  client: DynamoDBClient;
+  tableName: string;
+}
+
+/** What `list` and `stats` read of each record: never its answer, which may be large. */
+const SUMMARY = "#pk, #state, #fingerprint, #fence, #lease, #expires, #status";
+/** Records alone: not a released record's marker, nor a part of a stored answer. */
+const RECORDS = "#state IN (:running, :completed)";
+
+async function show({ client, tableName }: Table, { operands, values }: Given): Promise<InspectReport> {
+  const id = { scope: String(values.scope), path: String(values.path), key: String(operands[0]) };
+  const record = await dynamoStore({ client, tableName }).get(id);
+  const view = record && recordView(recordKeyOf(id), record, Date.now(), values.body);
+  return showReport("partitionKey", view, id.key, id.path);
+}
+
+/** The records' summaries, a page of the table's scan at a time, until `enough` has them. */
+async function summaries({ client, tableName }: Table, enough: (records: RecordView[]) => boolean) {
+  const now = Date.now();
+  const records: RecordView[] = [];
+  let startKey: Item | undefined;
+  do {
+    const page = await client.send(
+      new ScanCommand({
+        TableName: tableName,
+        ProjectionExpression: SUMMARY,
+        FilterExpression: RECORDS,
+        ExpressionAttributeNames: namesIn(SUMMARY, RECORDS),
+        ExpressionAttributeValues: {
+          ":running": str(RecordState.IN_PROGRESS),
+          ":completed": str(RecordState.COMPLETED),
+        },
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of page.Items ?? []) {
+      const stored = recordOfItem(item);
+      if (stored) records.push(recordView(String(item[PARTITION_KEY]?.S), stored.record, now));
+    }
+    startKey = page.LastEvaluatedKey;
+  } while (startKey && !enough(records));
+  return records;
+}
+
+async function list(table: Table, { values }: Given): Promise<InspectReport> {
+  const limit = Number(values.limit);
+  return listReport("partitionKey", await summaries(table, hasEnoughListed(values.stuck, limit)), {
+    stuck: values.stuck,
+    limit,
+  });
+}
+
+async function stats(table: Table): Promise<InspectReport> {
+  return statsReport("the table", await summaries(table, () => false));
+}
+
+await runCommandLine({
+  name: "idemkit-dynamodb",
+  usage: USAGE,
+  commands: { show, list, stats },
+  options: RECORD_OPTIONS,
+  urlVariable: "DYNAMODB_TABLE",
+  check: (args) => recordArgsProblem(args, "partition key"),
+  async connect(tableName) {
+    // One attempt, each bounded: an unreachable endpoint is an answer, not a wait.
+    const client = new DynamoDBClient({
+      maxAttempts: 1,
+      requestHandler: { connectionTimeout: 5_000, requestTimeout: 10_000 },
+    });
+    return { client: { client, tableName }, close: async () => client.destroy() };
+  },
+  failure(error) {
+    const { name, code, message } = error as { name?: string; code?: string; message?: string };
+    if (name === "ResourceNotFoundException") return `no table named by DYNAMODB_TABLE in this region (${message})`;
+    if (name === "CredentialsProviderError") return `no AWS credentials: ${message}`;
+    if (code === "ECONNREFUSED" || code === "ENOTFOUND" || name === "TimeoutError" || /connect/i.test(message ?? "")) {
+      return `cannot reach DynamoDB (${code ?? name ?? message})`;
+    }
+    return `DynamoDB failed: ${name ? `${name}: ` : ""}${message ?? String(error)}`;
+  },
+});

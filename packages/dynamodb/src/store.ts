@@ -1,0 +1,256 @@
+/**
+ * The DynamoDB store: idemkit's store contract in lease mode over DynamoDB, for apps on AWS (Lambda, or anything
+ * without a database of its own), paid per request, with records that DynamoDB's TTL deletes.
+ *
+ * Each write is one conditional write, so the decision and the write are atomic: a claim inserts the record, or
+ * replaces one past its TTL (with no live lease), or takes over one whose lease ended with the same fingerprint,
+ * and otherwise fails with the record as it stands (`ReturnValuesOnConditionCheckFailure`). Completion, renewal and
+ * release act only while the record carries the caller's fence. Every read that decides something is strongly
+ * consistent.
+ *
+ * Fences. A claim's fence is the engine's clock in microseconds, or one more than the item's own if that is ahead
+ * (the write's condition holds it to greater). A release keeps the item, with its fence, as a marker reads treat as
+ * absent, so the key's next claim is greater still. Only once DynamoDB's TTL or a purge deleted an item does the
+ * clock alone decide, and by then the record ended at least a lease ago: a later claim's fence repeats an older one
+ * only on a host whose clock is behind by more than that.
+ *
+ * It has no atomic mode: DynamoDB cannot share a transaction with the app's database.
+ */
+import {
+  type AttributeValue,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import type { ClaimRequest, ClaimResult, LeaseStore, RecordId, StoredRecord, StoredResponse } from "@idemkit/core";
+import { RecordState, replacement } from "@idemkit/core/store";
+import {
+  ATTRIBUTE_NAMES,
+  bodyOfParts,
+  fenceOfItem,
+  type Item,
+  isConditionFailure,
+  namesIn,
+  num,
+  PARTITION_KEY,
+  PARTS_OUTLAST_MS,
+  partKeyOf,
+  partsOf,
+  RELEASED,
+  recordKeyOf,
+  recordOfItem,
+  str,
+  ttlOf,
+} from "./items.js";
+import { purgeExpiredItems } from "./purge.js";
+
+/** What `dynamoStore` takes: a client, and the table its records go to. */
+export interface DynamoStoreOptions {
+  /**
+   * The app's `DynamoDBClient` from `@aws-sdk/client-dynamodb` (v3). The engine answers 503 after its
+   * `storeTimeoutMs` whatever the client does; give the client a `requestHandler` timeout shorter than that
+   * (`{ requestTimeout: 2_000 }`), so a call it gave up on does not hold a socket.
+   */
+  client: DynamoDBClient;
+  /** The table, made as `tableDefinition` says (its partition key `pk`, a string; TTL on the `ttl` attribute). */
+  tableName: string;
+}
+
+/** How often a claim tries again when the item changed between its write and its read (rare: a race lost twice). */
+const CLAIM_ATTEMPTS = 5;
+
+/**
+ * The store over DynamoDB, in lease mode (its only one):
+ * `idempotency({ store: dynamoStore({ client, tableName: "idempotency" }) })`.
+ */
+export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseStore {
+  if (!tableName) throw new TypeError("dynamoStore needs the table's name: dynamoStore({ client, tableName }).");
+
+  const keyOf = (partitionKey: string): Item => ({ [PARTITION_KEY]: str(partitionKey) });
+
+  /** The item under `partitionKey`, read strongly consistent: what it says decides a claim. */
+  async function read(partitionKey: string): Promise<Item | undefined> {
+    const { Item: item } = await client.send(
+      new GetItemCommand({ TableName: tableName, Key: keyOf(partitionKey), ConsistentRead: true }),
+    );
+    return item;
+  }
+
+  /** The record with its whole answer, its parts read back when it was stored in parts. */
+  async function withAnswer(recordKey: string, item: Item | undefined): Promise<StoredRecord | undefined> {
+    const stored = recordOfItem(item);
+    if (!stored || stored.parts === 0 || stored.record.state !== RecordState.COMPLETED) return stored?.record;
+    const { record } = stored;
+    const parts = await Promise.all(
+      Array.from({ length: stored.parts }, async (_, index) => {
+        const part = (await read(partKeyOf(recordKey, record.fence, index)))?.chunk?.B;
+        if (!part) {
+          throw new Error(
+            `dynamoStore: part ${index + 1} of ${stored.parts} of a stored answer is missing from ${tableName}; was it deleted by hand?`,
+          );
+        }
+        return part;
+      }),
+    );
+    return { ...record, response: { ...record.response, body: bodyOfParts(parts) } };
+  }
+
+  /**
+   * One conditional write that makes `request` the record's owner under `fence`, if the record allows it; else
+   * the item that stood in the way (from the failed write itself, or read after it where the API cannot say).
+   */
+  async function claimWrite(
+    recordKey: string,
+    request: ClaimRequest,
+    fence: number,
+  ): Promise<{ won: true; old: Item | undefined } | { won: false; item: Item | undefined }> {
+    try {
+      const { Attributes: old } = await client.send(
+        new UpdateItemCommand({
+          TableName: tableName,
+          Key: keyOf(recordKey),
+          UpdateExpression:
+            "SET #state = :running, #fingerprint = :fingerprint, #fence = :fence, #lease = :lease, " +
+            "#expires = :expires, #ttl = :ttl REMOVE #status, #body, #parts",
+          ConditionExpression:
+            "(attribute_not_exists(#pk) OR #state = :released " +
+            "OR (#expires <= :now AND (#state = :completed OR #lease <= :now)) " +
+            "OR (#state = :running AND #lease <= :now AND #fingerprint = :fingerprint)) " +
+            "AND (attribute_not_exists(#fence) OR #fence < :fence)",
+          ExpressionAttributeNames: ATTRIBUTE_NAMES,
+          ExpressionAttributeValues: {
+            ":running": str(RecordState.IN_PROGRESS),
+            ":completed": str(RecordState.COMPLETED),
+            ":released": str(RELEASED),
+            ":fingerprint": str(request.fingerprint),
+            ":fence": num(fence),
+            ":lease": num(request.leaseExpiresAt),
+            ":expires": num(request.expiresAt),
+            ":ttl": ttlOf(Math.max(request.leaseExpiresAt, request.expiresAt)),
+            ":now": num(request.now),
+          },
+          ReturnValues: "ALL_OLD",
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      );
+      return { won: true, old };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      return { won: false, item: error.Item ?? (await read(recordKey)) };
+    }
+  }
+
+  /** A write conditional on the record being in progress under `fence`; false when it is not. */
+  async function fencedUpdate(
+    id: RecordId,
+    fence: number,
+    update: string,
+    values: Record<string, AttributeValue>,
+    condition = "",
+  ): Promise<boolean> {
+    const fenced = `#state = :running AND #fence = :fence${condition}`;
+    try {
+      await client.send(
+        new UpdateItemCommand({
+          TableName: tableName,
+          Key: keyOf(recordKeyOf(id)),
+          UpdateExpression: update,
+          ConditionExpression: fenced,
+          ExpressionAttributeNames: namesIn(update, fenced),
+          ExpressionAttributeValues: { ...values, ":running": str(RecordState.IN_PROGRESS), ":fence": num(fence) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  return {
+    async claim(request: ClaimRequest): Promise<ClaimResult> {
+      const recordKey = recordKeyOf(request.id);
+      let fence = Math.floor(request.now) * 1000;
+      for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+        const written = await claimWrite(recordKey, request, fence);
+        if (written.won) {
+          const old = recordOfItem(written.old)?.record;
+          return { status: "claimed", fence, takeover: old ? (replacement(old, request)?.takeover ?? false) : false };
+        }
+        const standing = recordOfItem(written.item)?.record;
+        if (standing && !replacement(standing, request)) {
+          return { status: "exists", record: (await withAnswer(recordKey, written.item)) ?? standing };
+        }
+        // The record allows the claim and only its fence is ahead of this clock (or it changed since): above it.
+        fence = Math.max(fence, fenceOfItem(written.item) + 1);
+      }
+      throw new Error(
+        `dynamoStore: a claim lost the race for its record ${CLAIM_ATTEMPTS} times in a row; the call was not run.`,
+      );
+    },
+
+    async complete(id: RecordId, fence: number, response: StoredResponse, expiresAt: number): Promise<boolean> {
+      const recordKey = recordKeyOf(id);
+      const parts = partsOf(response.body);
+      // The parts first, under this fence: the record points at them only once the fenced write below succeeds.
+      await Promise.all(
+        parts.map((chunk, index) =>
+          client.send(
+            new PutItemCommand({
+              TableName: tableName,
+              Item: {
+                [PARTITION_KEY]: str(partKeyOf(recordKey, fence, index)),
+                chunk: { B: chunk },
+                expires: num(expiresAt + PARTS_OUTLAST_MS),
+                ttl: ttlOf(expiresAt + PARTS_OUTLAST_MS),
+              },
+            }),
+          ),
+        ),
+      );
+      const answer = parts.length > 0 ? "#parts = :parts" : "#body = :body";
+      return fencedUpdate(
+        id,
+        fence,
+        `SET #state = :completed, #status = :status, ${answer}, #expires = :expires, #ttl = :ttl REMOVE #lease`,
+        {
+          ":completed": str(RecordState.COMPLETED),
+          ":status": num(response.status),
+          ...(parts.length > 0 ? { ":parts": num(parts.length) } : { ":body": str(response.body) }),
+          ":expires": num(expiresAt),
+          ":ttl": ttlOf(expiresAt),
+        },
+      );
+    },
+
+    async release(id: RecordId, fence: number): Promise<boolean> {
+      return fencedUpdate(id, fence, "SET #state = :released REMOVE #fingerprint, #lease", {
+        ":released": str(RELEASED),
+      });
+    },
+
+    async renew(id: RecordId, fence: number, leaseExpiresAt: number): Promise<boolean> {
+      // The item's TTL already outlasts a lease that ends before the record does; else it moves with the lease.
+      const lease = { ":lease": num(leaseExpiresAt) };
+      if (await fencedUpdate(id, fence, "SET #lease = :lease", lease, " AND #expires >= :lease")) return true;
+      return fencedUpdate(id, fence, "SET #lease = :lease, #ttl = :ttl", {
+        ...lease,
+        ":ttl": ttlOf(leaseExpiresAt),
+      });
+    },
+
+    async get(id: RecordId): Promise<StoredRecord | undefined> {
+      const recordKey = recordKeyOf(id);
+      return withAnswer(recordKey, await read(recordKey));
+    },
+
+    /**
+     * DynamoDB's TTL deletes records by itself, up to days after their end; this deletes those already past `now`
+     * by the engine's clock (a test's clock, or a table kept small), scanning `batchSize` items a page.
+     */
+    purgeExpired({ now, batchSize = 1_000 }: { now: number; batchSize?: number }): Promise<number> {
+      return purgeExpiredItems(client, tableName, now, batchSize);
+    },
+  };
+}

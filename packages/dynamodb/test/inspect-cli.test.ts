@@ -1,0 +1,126 @@
+/**
+ * `idemkit-dynamodb`, as an operator runs it: a separate process, DYNAMODB_TABLE and the AWS SDK's environment,
+ * exit codes a script reads.
+ */
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { encryptedStore } from "@idemkit/core";
+import { expectUnreachable, expectUsageError } from "@idemkit/testkit";
+import { beforeAll, describe, expect, it } from "vitest";
+import { dynamoStore } from "../src/index.js";
+import { dynamoForThisFile } from "./tables.js";
+
+const dynamo = dynamoForThisFile();
+const now = Date.now();
+const at = (key: string) => ({ scope: "alice", path: "checkout.placeOrder", key });
+
+beforeAll(async () => {
+  const store = dynamoStore(dynamo);
+  const claim = (key: string, leaseMs: number, on = store) =>
+    on.claim({ id: at(key), fingerprint: `fp-${key}`, now, leaseExpiresAt: now + leaseMs, expiresAt: now + 3_600_000 });
+  const done = await claim("done", 60_000);
+  if (done.status !== "claimed") throw new Error("the record was not claimed");
+  await store.complete(at("done"), done.fence, { status: 201, body: '{"orderId":7}' }, now + 3_600_000);
+  await claim("running", 60_000);
+  await claim("stuck", -1_000);
+  const released = await claim("released", 60_000);
+  if (released.status === "claimed") await store.release(at("released"), released.fence);
+  const large = await claim("large", 60_000);
+  if (large.status === "claimed") {
+    await store.complete(at("large"), large.fence, { status: 200, body: "x".repeat(900_000) }, now + 3_600_000);
+  }
+  const sealed = encryptedStore(store, { current: "k", keys: { k: new Uint8Array(32).fill(1) } });
+  const secret = await claim("secret", 60_000, sealed);
+  if (secret.status !== "claimed") throw new Error("the record was not claimed");
+  await sealed.complete(at("secret"), secret.fence, { status: 200, body: '{"card":"4242"}' }, now + 3_600_000);
+});
+
+const CLI = fileURLToPath(new URL("../src/inspect-cli.ts", import.meta.url));
+async function idemkitDynamo(args: string[], env: Record<string, string> = {}) {
+  const run = promisify(execFile)(process.execPath, ["--conditions=@idemkit/source", "--import", "tsx", CLI, ...args], {
+    env: {
+      ...process.env,
+      DYNAMODB_TABLE: dynamo.tableName,
+      AWS_ENDPOINT_URL_DYNAMODB: dynamo.server.endpoint,
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: "idemkit",
+      AWS_SECRET_ACCESS_KEY: "idemkit",
+      // Node 20 is past its end of life: the SDK says so on stderr, which an operator on Node 20 sees too.
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+      ...env,
+    },
+  });
+  return run.then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: { code: number; stdout: string; stderr: string }) => error,
+  );
+}
+const on = ["--scope", "alice", "--path", "checkout.placeOrder"];
+
+describe("idemkit-dynamodb", () => {
+  it("shows a key's record, and its answer only when asked (stored in parts, or sealed, said as it is)", async () => {
+    const shown = await idemkitDynamo(["show", "done", ...on, "--json"]);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toEqual({
+      partitionKey: expect.stringMatching(/^[0-9a-f]{64}$/),
+      state: "completed",
+      fence: expect.any(Number),
+      fingerprint: "fp-done",
+      status: 201,
+      leaseLeftS: null,
+      expiresInS: expect.any(Number),
+    });
+    expect(JSON.parse((await idemkitDynamo(["show", "done", ...on, "--body", "--json"])).stdout).body).toBe(
+      '{"orderId":7}',
+    );
+    expect(JSON.parse((await idemkitDynamo(["show", "large", ...on, "--body", "--json"])).stdout).body).toHaveLength(
+      900_000,
+    );
+    expect(JSON.parse((await idemkitDynamo(["show", "secret", ...on, "--body", "--json"])).stdout).body).toBe(
+      "(sealed by encryptedStore)",
+    );
+    for (const key of ["nothing", "released"]) {
+      const missing = await idemkitDynamo(["show", key, ...on]);
+      expect([missing.code, missing.stdout.trim()]).toEqual([3, `no record of key ${key} on checkout.placeOrder`]);
+    }
+  });
+
+  it("lists the records in progress, the stuck ones alone with --stuck, and counts them all", async () => {
+    expect(JSON.parse((await idemkitDynamo(["list", "--json"])).stdout)).toHaveLength(2);
+    const stuck = JSON.parse((await idemkitDynamo(["list", "--stuck", "--json"])).stdout);
+    expect(stuck.map((record: { fingerprint: string }) => record.fingerprint)).toEqual(["fp-stuck"]);
+    expect(JSON.parse((await idemkitDynamo(["stats", "--json"])).stdout)).toEqual({
+      succeeded: 3,
+      refused4xx: 0,
+      failed5xx: 0,
+      running: 1,
+      stuck: 1,
+    });
+    expect((await idemkitDynamo(["stats"])).stdout).toContain(
+      "succeeded 3  refused4xx 0  failed5xx 0  running 1  stuck 1",
+    );
+  });
+
+  it("says in one line, without a stack, that it cannot reach DynamoDB or find the table: exit 1", async () => {
+    const away = await idemkitDynamo(["stats"], { AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:1" });
+    expectUnreachable(away, /^idemkit-dynamodb: cannot reach DynamoDB/);
+    const noTable = await idemkitDynamo(["stats"], { DYNAMODB_TABLE: "no-such-table" });
+    expect([noTable.code, noTable.stderr.trim()]).toEqual([
+      1,
+      expect.stringMatching(/^idemkit-dynamodb: no table named by DYNAMODB_TABLE/),
+    ]);
+  });
+
+  it("refuses a show without its scope, an unknown option, no command and no table: exit 2, one line and the usage", async () => {
+    const refusals = [
+      [["show", "done"], {}, "show takes one key, with its --scope and --path"],
+      [["stats", "--bogus"], {}, "Unknown option '--bogus'"],
+      [[], {}, "a command is needed: show, list, stats"],
+      [["stats"], { DYNAMODB_TABLE: "" }, "DYNAMODB_TABLE is not set"],
+    ] as const;
+    for (const [args, env, said] of refusals) {
+      expectUsageError(await idemkitDynamo([...args], env), expect.stringContaining(`idemkit-dynamodb: ${said}`));
+    }
+  });
+});

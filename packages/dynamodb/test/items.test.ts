@@ -1,0 +1,126 @@
+/**
+ * What the DynamoDB store writes, read back from the table itself: the TTL attribute DynamoDB deletes by, answers
+ * too large for one item stored in parts under their fence, fences that grow when the engine's clock does not, and
+ * every read that decides something strongly consistent.
+ */
+import { GetItemCommand } from "@aws-sdk/client-dynamodb";
+import type { RecordId } from "@idemkit/core";
+import { expect, it } from "vitest";
+import { dynamoStore } from "../src/index.js";
+import { EXPIRY_GRACE_MS, PART_BYTES, PARTS_OUTLAST_MS, partKeyOf, recordKeyOf } from "../src/items.js";
+import { clientOf, dynamoForThisFile } from "./tables.js";
+
+const dynamo = dynamoForThisFile();
+
+const T0 = Date.UTC(2026, 0, 1);
+const freshId = (): RecordId => ({ scope: "alice", path: "orders.place", key: globalThis.crypto.randomUUID() });
+const claimAt = (id: RecordId, now: number, leaseMs = 30_000, ttlMs = 3_600_000) => ({
+  id,
+  fingerprint: "fp",
+  now,
+  leaseExpiresAt: now + leaseMs,
+  expiresAt: now + ttlMs,
+});
+async function fenceOf(claiming: Promise<{ status: string; fence?: number }>): Promise<number> {
+  const claimed = await claiming;
+  expect(claimed.status).toBe("claimed");
+  return Number(claimed.fence);
+}
+
+/** The item under a partition key, as DynamoDB holds it. */
+async function itemAt(partitionKey: string) {
+  const { Item } = await dynamo.client.send(
+    new GetItemCommand({ TableName: dynamo.tableName, Key: { pk: { S: partitionKey } }, ConsistentRead: true }),
+  );
+  return Item;
+}
+const ttlOf = async (id: RecordId) => Number((await itemAt(recordKeyOf(id)))?.ttl?.N);
+const seconds = (ms: number) => Math.ceil((ms + EXPIRY_GRACE_MS) / 1000);
+
+it("keeps the TTL attribute a minute past the record's end, in seconds: its lease or its expiry, whichever is later", async () => {
+  const store = dynamoStore(dynamo);
+  const id = freshId();
+  const fence = await fenceOf(store.claim(claimAt(id, T0, 30_000, 600_000)));
+  expect(await ttlOf(id)).toBe(seconds(T0 + 600_000));
+  // A lease renewed past the record's expiry carries the TTL with it: DynamoDB must not delete a running call.
+  expect(await store.renew(id, fence, T0 + 900_000)).toBe(true);
+  expect(await ttlOf(id)).toBe(seconds(T0 + 900_000));
+  expect(await store.renew(id, fence, T0 + 60_000)).toBe(true);
+  expect(await ttlOf(id)).toBe(seconds(T0 + 900_000));
+  expect(await store.complete(id, fence, { status: 200, body: "{}" }, T0 + 1_200_000)).toBe(true);
+  expect(await ttlOf(id)).toBe(seconds(T0 + 1_200_000));
+});
+
+it("stores an answer past an item's size in parts under its fence, each outlasting the record", async () => {
+  const store = dynamoStore(dynamo);
+  const id = freshId();
+  const fence = await fenceOf(store.claim(claimAt(id, T0)));
+  // Multi-byte characters across the parts' edges come back whole.
+  const body = "é🧾".repeat(Math.ceil((2.5 * PART_BYTES) / 6));
+  expect(await store.complete(id, fence, { status: 200, body }, T0 + 3_600_000)).toBe(true);
+  const record = await itemAt(recordKeyOf(id));
+  expect(record?.parts?.N).toBe("3");
+  expect(record?.body).toBeUndefined();
+  for (const index of [0, 1, 2]) {
+    const part = await itemAt(partKeyOf(recordKeyOf(id), fence, index));
+    expect(Number(part?.ttl?.N)).toBe(seconds(T0 + 3_600_000 + PARTS_OUTLAST_MS));
+  }
+  expect(await store.get(id)).toMatchObject({ state: "completed", response: { status: 200, body } });
+  // A purge once the record ended takes the record first; its parts go an hour later.
+  await store.purgeExpired({ now: T0 + 3_600_000 });
+  expect(await store.get(id)).toBeUndefined();
+  expect(await itemAt(partKeyOf(recordKeyOf(id), fence, 0))).toBeDefined();
+  await store.purgeExpired({ now: T0 + 3_600_000 + PARTS_OUTLAST_MS });
+  expect(await itemAt(partKeyOf(recordKeyOf(id), fence, 0))).toBeUndefined();
+});
+
+it("leaves the live record alone when a fenced-out owner completes with a large answer", async () => {
+  const store = dynamoStore(dynamo);
+  const id = freshId();
+  const stale = await fenceOf(store.claim(claimAt(id, T0)));
+  const live = await fenceOf(store.claim(claimAt(id, T0 + 30_000)));
+  expect(await store.complete(id, stale, { status: 200, body: "s".repeat(PART_BYTES + 1) }, T0 + 3_600_000)).toBe(
+    false,
+  );
+  expect(await store.complete(id, live, { status: 201, body: '"live"' }, T0 + 3_600_000)).toBe(true);
+  expect(await store.get(id)).toMatchObject({ fence: live, response: { status: 201, body: '"live"' } });
+});
+
+it("gives a greater fence when the claiming host's clock is behind the key's last claim", async () => {
+  const store = dynamoStore(dynamo);
+  const id = freshId();
+  const first = await fenceOf(store.claim(claimAt(id, T0)));
+  expect(await store.release(id, first)).toBe(true);
+  // Another host, its clock a minute behind: the released record's fence still bounds the next one from below.
+  const behind = await fenceOf(store.claim(claimAt(id, T0 - 60_000)));
+  expect(behind).toBeGreaterThan(first);
+  expect(await store.release(id, first)).toBe(false);
+  expect(await store.get(id)).toMatchObject({ state: "in_progress", fence: behind });
+});
+
+it("reads strongly consistent wherever a read decides: claims, reads and purges", async () => {
+  const inputs: Array<{ command: string; consistent: unknown }> = [];
+  const watched = clientOf(dynamo.server.endpoint);
+  watched.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { ConsistentRead?: unknown };
+      inputs.push({ command: String(context.commandName), consistent: input.ConsistentRead });
+      return next(args);
+    },
+    { step: "initialize" },
+  );
+  try {
+    const store = dynamoStore({ client: watched, tableName: dynamo.tableName });
+    const id = freshId();
+    const fence = await fenceOf(store.claim(claimAt(id, T0)));
+    await store.claim(claimAt(id, T0 + 1));
+    await store.complete(id, fence, { status: 200, body: "b".repeat(PART_BYTES + 1) }, T0 + 1_000);
+    await store.get(id);
+    await store.purgeExpired({ now: T0 + 2_000 });
+    const reads = inputs.filter(({ command }) => command === "GetItemCommand" || command === "ScanCommand");
+    expect(reads.map(({ command }) => command)).toEqual(expect.arrayContaining(["GetItemCommand", "ScanCommand"]));
+    expect(reads.every(({ consistent }) => consistent === true)).toBe(true);
+  } finally {
+    watched.destroy();
+  }
+});

@@ -1,0 +1,59 @@
+/**
+ * The shop the DynamoDB store's tests drive over HTTP: a lease-mode tRPC `charge` procedure that calls a payment
+ * provider (an effect outside any database), as a Lambda on the DynamoDB store runs it. `charges` is what the
+ * provider was asked to do; `answerBytes` makes the answer that large, to store it in parts.
+ */
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { idempotency } from "@idemkit/trpc";
+import { initTRPC } from "@trpc/server";
+import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import { dynamoStore } from "../src/index.js";
+
+interface Context {
+  req: Request;
+  resHeaders: Headers;
+  userId: string;
+}
+
+export interface ShopOptions {
+  storeTimeoutMs?: number;
+  /** Awaited by every charge after it called the provider: lets a test hold a request mid-flight. */
+  hold?: () => Promise<void>;
+}
+
+export function shop(client: DynamoDBClient, tableName: string, { hold, ...middleware }: ShopOptions = {}) {
+  const charges: string[] = [];
+  const t = initTRPC.context<Context>().create();
+  const charge = t.procedure
+    .use(idempotency({ store: dynamoStore({ client, tableName }), scope: ({ ctx }) => ctx.userId, ...middleware }))
+    .input((input) => input as { cents: number; answerBytes?: number })
+    .mutation(async ({ ctx, input }) => {
+      charges.push(`${ctx.userId}:${input.cents}`);
+      await hold?.();
+      return { charged: input.cents, receipt: "🧾".repeat((input.answerBytes ?? 0) / 4) };
+    });
+  const router = t.router({ charge });
+  const handler = (req: Request) =>
+    fetchRequestHandler({
+      endpoint: "/trpc",
+      req,
+      router,
+      createContext: ({ req, resHeaders }) => ({ req, resHeaders, userId: req.headers.get("x-user") ?? "alice" }),
+    });
+  return { charges, handler };
+}
+
+/** Sends a charge of `cents` with `key` as `user`, its answer `answerBytes` long. */
+export async function charge(url: string, cents: number, key: string, { user = "alice", answerBytes = 0 } = {}) {
+  const response = await fetch(`${url}/trpc/charge`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-user": user, "idempotency-key": key },
+    body: JSON.stringify({ cents, answerBytes }),
+  });
+  return {
+    status: response.status,
+    replayed: response.headers.get("idempotent-replayed"),
+    retryAfter: response.headers.get("retry-after"),
+    body: await response.json(),
+  };
+}
