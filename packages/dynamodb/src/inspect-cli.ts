@@ -12,7 +12,7 @@
  * `--json` prints one JSON document. Exit codes: 0 done, 1 DynamoDB failed (unreachable, no credentials, no such
  * table: said as such), 2 a usage error, 3 `show` found nothing.
  */
-import { DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { DynamoDBClient, GetItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
 import {
   type CommandArgs,
   hasEnoughListed,
@@ -27,7 +27,7 @@ import {
   statsReport,
 } from "@idemkit/command-line";
 import { RecordState } from "@idemkit/core/store";
-import { type Item, namesIn, PARTITION_KEY, recordKeyOf, recordOfItem, str } from "./items.js";
+import { type Item, namesIn, num, PARTITION_KEY, recordKeyOf, recordOfItem, str } from "./items.js";
 import { dynamoStore } from "./store.js";
 
 const USAGE = `usage: DYNAMODB_TABLE=… idemkit-dynamodb <command> [options]
@@ -51,12 +51,24 @@ interface Table {
 
 /** What `list` and `stats` read of each record: never its answer, which may be large. */
 const SUMMARY = "#pk, #state, #fingerprint, #fence, #lease, #expires, #status";
-/** Records alone: not a released record's marker, nor a part of a stored answer. */
-const RECORDS = "#state IN (:running, :completed)";
+/**
+ * Live records alone: not a released record's marker, nor a part of a stored answer, nor a record past its end that
+ * DynamoDB's Time to Live has not deleted yet (it may take days), which the store treats as absent.
+ */
+const RECORDS = "#state IN (:running, :completed) AND (#expires > :now OR (#state = :running AND #lease > :now))";
 
 async function show({ client, tableName }: Table, { operands, values }: Given): Promise<InspectReport> {
   const id = { scope: String(values.scope), path: String(values.path), key: String(operands[0]) };
-  const record = await dynamoStore({ client, tableName }).get(id);
+  // The answer's parts are read only when it is asked for.
+  const record = values.body
+    ? await dynamoStore({ client, tableName }).get(id)
+    : recordOfItem(
+        (
+          await client.send(
+            new GetItemCommand({ TableName: tableName, Key: { [PARTITION_KEY]: str(recordKeyOf(id)) } }),
+          )
+        ).Item,
+      )?.record;
   const view = record && recordView(recordKeyOf(id), record, Date.now(), values.body);
   return showReport("partitionKey", view, id.key, id.path);
 }
@@ -76,6 +88,7 @@ async function summaries({ client, tableName }: Table, enough: (records: RecordV
         ExpressionAttributeValues: {
           ":running": str(RecordState.IN_PROGRESS),
           ":completed": str(RecordState.COMPLETED),
+          ":now": num(now),
         },
         ExclusiveStartKey: startKey,
       }),

@@ -46,10 +46,23 @@ export const EXPIRY_GRACE_MS = 60_000;
 export const PART_BYTES = 350_000;
 
 /**
- * How long a stored answer's parts outlast their record, so that neither a purge (which may reach them first) nor
- * DynamoDB's Time to Live leaves a record whose parts are gone.
+ * How long a stored answer's parts outlast their record: DynamoDB's Time to Live deletes items in no set order, up to
+ * days after their time, and a record it has not deleted yet must still find its parts.
  */
-export const PARTS_OUTLAST_MS = 3_600_000;
+export const PARTS_OUTLAST_MS = 30 * 86_400_000;
+
+/** At most this many of one call's writes or deletes in flight at once, so that none floods the table's capacity. */
+export const CONCURRENT_WRITES = 8;
+
+/** Runs `work` on each of `items`, `CONCURRENT_WRITES` at a time; the results in their order. */
+export async function boundedly<T, R>(items: readonly T[], work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let start = 0; start < items.length; start += CONCURRENT_WRITES) {
+    const batch = items.slice(start, start + CONCURRENT_WRITES);
+    results.push(...(await Promise.all(batch.map((item, offset) => work(item, start + offset)))));
+  }
+  return results;
+}
 
 /** An item as the low-level client reads and writes it. */
 export type Item = Record<string, AttributeValue>;

@@ -28,6 +28,7 @@ import { RecordState, replacement } from "@idemkit/core/store";
 import {
   ATTRIBUTE_NAMES,
   bodyOfParts,
+  boundedly,
   fenceOfItem,
   type Item,
   isConditionFailure,
@@ -194,19 +195,17 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
       const recordKey = recordKeyOf(id);
       const parts = partsOf(response.body);
       // The parts first, under this fence: the record points at them only once the fenced write below succeeds.
-      await Promise.all(
-        parts.map((chunk, index) =>
-          client.send(
-            new PutItemCommand({
-              TableName: tableName,
-              Item: {
-                [PARTITION_KEY]: str(partKeyOf(recordKey, fence, index)),
-                chunk: { B: chunk },
-                expires: num(expiresAt + PARTS_OUTLAST_MS),
-                ttl: ttlOf(expiresAt + PARTS_OUTLAST_MS),
-              },
-            }),
-          ),
+      await boundedly(parts, (chunk, index) =>
+        client.send(
+          new PutItemCommand({
+            TableName: tableName,
+            Item: {
+              [PARTITION_KEY]: str(partKeyOf(recordKey, fence, index)),
+              chunk: { B: chunk },
+              expires: num(expiresAt + PARTS_OUTLAST_MS),
+              ttl: ttlOf(expiresAt + PARTS_OUTLAST_MS),
+            },
+          }),
         ),
       );
       const answer = parts.length > 0 ? "#parts = :parts" : "#body = :body";

@@ -7,6 +7,7 @@ import {
   CreateTableCommand,
   type CreateTableCommandInput,
   DescribeTableCommand,
+  DescribeTimeToLiveCommand,
   type DynamoDBClient,
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
@@ -32,39 +33,51 @@ export interface CreateTableOptions {
    * false; the store treats ended records as absent either way, and `purgeExpired` deletes them.
    */
   timeToLive?: boolean;
-  /** How long to wait for the table to be active, in seconds. Default 60. */
-  maxWaitS?: number;
+  /** How long to wait for the table to be active, in ms. Default 60 seconds. */
+  maxWaitMs?: number;
 }
 
 /**
- * Makes the store's table and waits until it is active: for tests, scripts and a first try. In production, define
- * it with your infrastructure tool (docs/stores.md has CloudFormation, CDK and Terraform samples).
+ * Makes the store's table, or finds it made, and waits until it is active, so a setup script can run again: for
+ * tests, scripts and a first try. A table of that name with another key is refused. In production, define it with
+ * your infrastructure tool (the guide to stores has CloudFormation and Terraform samples).
  */
 export async function createTable(
   client: DynamoDBClient,
   tableName: string,
-  { timeToLive = true, maxWaitS = 60 }: CreateTableOptions = {},
+  { timeToLive = true, maxWaitMs = 60_000 }: CreateTableOptions = {},
 ): Promise<void> {
-  await client.send(new CreateTableCommand(tableDefinition(tableName)));
-  await untilActive(client, tableName, maxWaitS * 1000);
-  if (timeToLive) {
-    await client.send(
-      new UpdateTimeToLiveCommand({
-        TableName: tableName,
-        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
-      }),
-    );
+  try {
+    await client.send(new CreateTableCommand(tableDefinition(tableName)));
+  } catch (error) {
+    if (!(error instanceof Error && error.name === "ResourceInUseException")) throw error;
   }
+  await untilActive(client, tableName, maxWaitMs);
+  if (!timeToLive) return;
+  const { TimeToLiveDescription: ttl } = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+  if (ttl?.TimeToLiveStatus === "ENABLED" || ttl?.TimeToLiveStatus === "ENABLING") return;
+  await client.send(
+    new UpdateTimeToLiveCommand({
+      TableName: tableName,
+      TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+    }),
+  );
 }
 
 /**
  * Asks until the table is active, soon at first (an emulator makes it at once) and then less often (DynamoDB takes
- * seconds), the SDK's waiter waiting a whole second before its second look.
+ * seconds), where the SDK's waiter waits a whole second before its second look; refuses a table keyed otherwise.
  */
 async function untilActive(client: DynamoDBClient, tableName: string, maxWaitMs: number): Promise<void> {
   const deadline = Date.now() + maxWaitMs;
   for (let delayMs = 10; ; delayMs = Math.min(delayMs * 2, 2_000)) {
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    const keys = (Table?.KeySchema ?? []).map(({ AttributeName, KeyType }) => `${AttributeName} ${KeyType}`);
+    if (keys.join() !== `${PARTITION_KEY} HASH`) {
+      throw new Error(
+        `createTable: the table ${tableName} exists, keyed by ${keys.join(", ")}; the store needs its partition key ${PARTITION_KEY} alone.`,
+      );
+    }
     if (Table?.TableStatus === "ACTIVE") return;
     if (Date.now() + delayMs > deadline) {
       throw new Error(`createTable: ${tableName} is still ${Table?.TableStatus} after ${maxWaitMs / 1000} s.`);

@@ -30,6 +30,17 @@ beforeAll(async () => {
   if (large.status === "claimed") {
     await store.complete(at("large"), large.fence, { status: 200, body: "x".repeat(900_000) }, now + 3_600_000);
   }
+  // Past its end, which DynamoDB's Time to Live may take days to delete: counted nowhere.
+  const ended = await store.claim({
+    id: at("ended"),
+    fingerprint: "fp-ended",
+    now: now - 7_200_000,
+    leaseExpiresAt: now - 7_170_000,
+    expiresAt: now - 3_600_000,
+  });
+  if (ended.status === "claimed") {
+    await store.complete(at("ended"), ended.fence, { status: 200, body: "{}" }, now - 3_600_000);
+  }
   const sealed = encryptedStore(store, { current: "k", keys: { k: new Uint8Array(32).fill(1) } });
   const secret = await claim("secret", 60_000, sealed);
   if (secret.status !== "claimed") throw new Error("the record was not claimed");

@@ -98,29 +98,74 @@ it("gives a greater fence when the claiming host's clock is behind the key's las
   expect(await store.get(id)).toMatchObject({ state: "in_progress", fence: behind });
 });
 
-it("reads strongly consistent wherever a read decides: claims, reads and purges", async () => {
-  const inputs: Array<{ command: string; consistent: unknown }> = [];
-  const watched = clientOf(dynamo.server.endpoint);
-  watched.middlewareStack.add(
+/** A client of this file's dynalite whose commands are logged as `commands` (their name and input) are sent. */
+function watchedClient() {
+  const commands: Array<{ name: string; input: Record<string, unknown> }> = [];
+  const client = clientOf(dynamo.server.endpoint);
+  client.middlewareStack.add(
     (next, context) => async (args) => {
-      const input = args.input as { ConsistentRead?: unknown };
-      inputs.push({ command: String(context.commandName), consistent: input.ConsistentRead });
+      commands.push({ name: String(context.commandName), input: args.input as Record<string, unknown> });
       return next(args);
     },
     { step: "initialize" },
   );
+  return { client, commands };
+}
+
+it("reads strongly consistent wherever a read decides: a claim's and a record's", async () => {
+  const { client, commands } = watchedClient();
   try {
-    const store = dynamoStore({ client: watched, tableName: dynamo.tableName });
+    const store = dynamoStore({ client, tableName: dynamo.tableName });
     const id = freshId();
     const fence = await fenceOf(store.claim(claimAt(id, T0)));
     await store.claim(claimAt(id, T0 + 1));
     await store.complete(id, fence, { status: 200, body: "b".repeat(PART_BYTES + 1) }, T0 + 1_000);
     await store.get(id);
-    await store.purgeExpired({ now: T0 + 2_000 });
-    const reads = inputs.filter(({ command }) => command === "GetItemCommand" || command === "ScanCommand");
-    expect(reads.map(({ command }) => command)).toEqual(expect.arrayContaining(["GetItemCommand", "ScanCommand"]));
-    expect(reads.every(({ consistent }) => consistent === true)).toBe(true);
+    const reads = commands.filter(({ name }) => name === "GetItemCommand");
+    // The claim that found the record running, the record and its part: each read strongly consistent.
+    expect(reads.length).toBeGreaterThanOrEqual(3);
+    expect(reads.every(({ input }) => input.ConsistentRead === true)).toBe(true);
   } finally {
-    watched.destroy();
+    client.destroy();
+  }
+});
+
+it("takes the record DynamoDB returns with a failed claim, and reads nothing more", async () => {
+  // dynalite predates ReturnValuesOnConditionCheckFailure: here the failure carries the item, as DynamoDB's does.
+  const { client, commands } = watchedClient();
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        const { Key, TableName, ReturnValuesOnConditionCheckFailure } = args.input as Record<string, never>;
+        if ((error as Error).name === "ConditionalCheckFailedException" && ReturnValuesOnConditionCheckFailure) {
+          const { Item } = await dynamo.client.send(new GetItemCommand({ TableName, Key, ConsistentRead: true }));
+          Object.assign(error as object, { Item });
+        }
+        throw error;
+      }
+    },
+    { step: "initialize", priority: "low" },
+  );
+  try {
+    const store = dynamoStore({ client, tableName: dynamo.tableName });
+    const id = freshId();
+    const fence = await fenceOf(store.claim(claimAt(id, T0)));
+    await store.complete(id, fence, { status: 201, body: '"placed"' }, T0 + 3_600_000);
+    commands.length = 0;
+    expect(await store.claim(claimAt(id, T0 + 1))).toEqual({
+      status: "exists",
+      record: {
+        state: "completed",
+        fingerprint: "fp",
+        fence,
+        response: { status: 201, body: '"placed"' },
+        expiresAt: T0 + 3_600_000,
+      },
+    });
+    expect(commands.map(({ name }) => name)).toEqual(["UpdateItemCommand"]);
+  } finally {
+    client.destroy();
   }
 });

@@ -17,6 +17,9 @@ interface Context {
 
 export interface ShopOptions {
   storeTimeoutMs?: number;
+  leaseMs?: number;
+  /** The engine's clock, for a test that moves time past a lease. */
+  now?: () => number;
   /** Awaited by every charge after it called the provider: lets a test hold a request mid-flight. */
   hold?: () => Promise<void>;
 }
