@@ -130,7 +130,7 @@ describe.skipIf(Boolean(process.env.DYNAMODB_ENDPOINT))("dynamoStore when Dynamo
     }
   });
 
-  it("answers 503 with Retry-After when DynamoDB throttles past the dynamo.client's retries, then runs the charge once", async () => {
+  it("answers 503 with Retry-After when DynamoDB throttles past the client's retries, then runs the charge once", async () => {
     const proxy = await startFaultProxy(dynamo.server.endpoint);
     // The SDK's own retries: three attempts, each throttled here.
     const throttled = clientOf(proxy.url, { maxAttempts: 3 });
