@@ -54,14 +54,23 @@ export async function createTable(
   }
   await untilActive(client, tableName, maxWaitMs);
   if (!timeToLive) return;
-  const { TimeToLiveDescription: ttl } = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
-  if (ttl?.TimeToLiveStatus === "ENABLED" || ttl?.TimeToLiveStatus === "ENABLING") return;
-  await client.send(
-    new UpdateTimeToLiveCommand({
-      TableName: tableName,
-      TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
-    }),
-  );
+  try {
+    const { TimeToLiveDescription: ttl } = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+    if (ttl?.TimeToLiveStatus === "ENABLED" || ttl?.TimeToLiveStatus === "ENABLING") return;
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: tableName,
+        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+      }),
+    );
+  } catch (error) {
+    if (!(error instanceof Error && error.name === "UnknownOperationException")) throw error;
+    throw new Error(
+      `createTable: the table ${tableName} is made, but this endpoint has no Time to Live (an emulator such as ` +
+        "dynalite): pass { timeToLive: false } to createTable there. The store treats ended records as absent either way.",
+      { cause: error },
+    );
+  }
 }
 
 /**

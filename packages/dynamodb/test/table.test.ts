@@ -22,6 +22,13 @@ it("finds the table made when a setup script runs again, and its records still t
   expect(await store.get(id)).toMatchObject({ state: "in_progress", fingerprint: "fp" });
 });
 
+it("says how to make the table on an emulator without Time to Live, having made it", async () => {
+  await expect(createTable(dynamo.client, "without-ttl")).rejects.toThrow(
+    "createTable: the table without-ttl is made, but this endpoint has no Time to Live (an emulator such as dynalite): pass { timeToLive: false } to createTable there.",
+  );
+  await createTable(dynamo.client, "without-ttl", { timeToLive: false });
+});
+
 it("refuses a table of that name keyed otherwise, naming its keys", async () => {
   await dynamo.client.send(
     new CreateTableCommand({

@@ -144,18 +144,22 @@ describe("the release pipeline and the Install section, on a local registry", ()
 
     const manifest = JSON.parse(await readFile(join(app, "package.json"), "utf8"));
     expect(Object.keys(manifest.dependencies).sort()).toEqual([
+      "@aws-sdk/client-dynamodb",
       "@idemkit/core",
       "@idemkit/drizzle",
+      "@idemkit/dynamodb",
       "@idemkit/next",
       "@idemkit/outbox",
       "@idemkit/pg-boss",
       "@idemkit/react",
+      "@idemkit/redis",
       "@idemkit/trpc",
       "@trpc/client",
       "@trpc/server",
       "drizzle-orm",
       "pg-boss",
       "postgres",
+      "redis",
       "zod",
     ]);
     const loaded = await run(
@@ -172,13 +176,16 @@ describe("the release pipeline and the Install section, on a local registry", ()
           'const outbox = await import("@idemkit/outbox");',
           'const next = await import("@idemkit/next");',
           'const nextClient = await import("@idemkit/next/client");',
+          'const redis = await import("@idemkit/redis");',
+          'const dynamodb = await import("@idemkit/dynamodb");',
           "console.log(JSON.stringify([typeof trpc.idempotency, typeof client.idempotencyLink,",
           "  typeof drizzle.drizzleStore, typeof react.useIdempotentMutation, typeof jobs.createJobs,",
-          "  typeof outbox.createOutbox, typeof next.idempotentAction, typeof nextClient.useIdempotentActionState]));",
+          "  typeof outbox.createOutbox, typeof next.idempotentAction, typeof nextClient.useIdempotentActionState,",
+          "  typeof redis.redisStore, typeof dynamodb.dynamoStore]));",
         ].join("\n"),
       ],
       { cwd: app, env },
     );
-    expect(loaded).toContain(JSON.stringify(Array(8).fill("function")));
+    expect(loaded).toContain(JSON.stringify(Array(10).fill("function")));
   }, 300_000);
 });
