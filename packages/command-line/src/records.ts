@@ -5,7 +5,7 @@
  */
 import type { StoredRecord } from "@idemkit/core";
 import { isSealedBody } from "@idemkit/core/internal";
-import { type CommandArgs, type InspectReport, wrongCount } from "./index.js";
+import { type CommandArgs, type InspectReport, wrongCount } from "./command-line.js";
 
 /** The options of a key-value store's inspecting command (besides its own, such as Redis's `--prefix`). */
 export const RECORD_OPTIONS = {
