@@ -28,6 +28,8 @@ export const ATTRIBUTE_NAMES = {
   "#status": "status",
   "#body": "body",
   "#parts": "parts",
+  "#claim": "claim",
+  "#completion": "completion",
 } as const;
 
 /**
@@ -77,7 +79,9 @@ export function partKeyOf(recordKey: string, fence: number, index: number): stri
   return `${recordKey}#${fence}#${index}`;
 }
 
+/** A string as DynamoDB's low-level API takes it. */
 export const str = (value: string): AttributeValue => ({ S: value });
+/** A number as DynamoDB's low-level API takes it: a decimal string, exact for every safe integer. */
 export const num = (value: number): AttributeValue => ({ N: String(value) });
 
 /** When DynamoDB may delete an item that counts until `endsAt` (engine ms): in whole seconds, rounded up. */

@@ -26,7 +26,6 @@ import {
 import type { ClaimRequest, ClaimResult, LeaseStore, RecordId, StoredRecord, StoredResponse } from "@idemkit/core";
 import { RecordState, replacement } from "@idemkit/core/store";
 import {
-  ATTRIBUTE_NAMES,
   bodyOfParts,
   boundedly,
   fenceOfItem,
@@ -50,13 +49,30 @@ import { purgeExpiredItems } from "./purge.js";
 export interface DynamoStoreOptions {
   /**
    * The app's `DynamoDBClient` from `@aws-sdk/client-dynamodb` (v3). The engine answers 503 after its
-   * `storeTimeoutMs` whatever the client does; give the client a `requestHandler` timeout shorter than that
-   * (`{ requestTimeout: 2_000 }`), so a call it gave up on does not hold a socket.
+   * `storeTimeoutMs` (5 s) whatever the client does; keep the client's attempts inside it (`maxAttempts: 2` with
+   * `requestHandler: { requestTimeout: 1_500 }`), as a claim the SDK sends again later may still land, and then
+   * holds the key until its lease ends.
    */
   client: DynamoDBClient;
   /** The table, made as `tableDefinition` says (its partition key `pk`, a string; TTL on the `ttl` attribute). */
   tableName: string;
 }
+
+/** A claim's write: the record in progress under its fence, owned by the claim's token, with no answer. */
+const CLAIM =
+  "SET #state = :running, #fingerprint = :fingerprint, #fence = :fence, #lease = :lease, " +
+  "#expires = :expires, #ttl = :ttl, #claim = :claim REMOVE #status, #body, #parts";
+
+/**
+ * When a claim may write: no record, a released one, one past its TTL with no live lease, or one whose lease ended
+ * with the same fingerprint (`replacement` in `@idemkit/core/store`, as DynamoDB's conditions say it); and only
+ * ever with a fence greater than the item's.
+ */
+const CLAIMABLE =
+  "(attribute_not_exists(#pk) OR #state = :released " +
+  "OR (#expires <= :now AND (#state = :completed OR #lease <= :now)) " +
+  "OR (#state = :running AND #lease <= :now AND #fingerprint = :fingerprint)) " +
+  "AND (attribute_not_exists(#fence) OR #fence < :fence)";
 
 /** How often a claim tries again when the item changed between its write and its read (rare: a race lost twice). */
 const CLAIM_ATTEMPTS = 5;
@@ -83,8 +99,9 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
     const stored = recordOfItem(item);
     if (!stored || stored.parts === 0 || stored.record.state !== RecordState.COMPLETED) return stored?.record;
     const { record } = stored;
-    const parts = await Promise.all(
-      Array.from({ length: stored.parts }, async (_, index) => {
+    const parts = await boundedly(
+      Array.from({ length: stored.parts }, (_, index) => index),
+      async (index) => {
         const part = (await read(partKeyOf(recordKey, record.fence, index)))?.chunk?.B;
         if (!part) {
           throw new Error(
@@ -92,34 +109,30 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
           );
         }
         return part;
-      }),
+      },
     );
     return { ...record, response: { ...record.response, body: bodyOfParts(parts) } };
   }
 
   /**
-   * One conditional write that makes `request` the record's owner under `fence`, if the record allows it; else
-   * the item that stood in the way (from the failed write itself, or read after it where the API cannot say).
+   * One conditional write that makes `request` the record's owner under `fence`, marked with `claim` (this call's
+   * own token), if the record allows it; else the item that stood in the way (from the failed write itself, or read
+   * after it where the API cannot say).
    */
   async function claimWrite(
     recordKey: string,
     request: ClaimRequest,
     fence: number,
+    claim: string,
   ): Promise<{ won: true; old: Item | undefined } | { won: false; item: Item | undefined }> {
     try {
       const { Attributes: old } = await client.send(
         new UpdateItemCommand({
           TableName: tableName,
           Key: keyOf(recordKey),
-          UpdateExpression:
-            "SET #state = :running, #fingerprint = :fingerprint, #fence = :fence, #lease = :lease, " +
-            "#expires = :expires, #ttl = :ttl REMOVE #status, #body, #parts",
-          ConditionExpression:
-            "(attribute_not_exists(#pk) OR #state = :released " +
-            "OR (#expires <= :now AND (#state = :completed OR #lease <= :now)) " +
-            "OR (#state = :running AND #lease <= :now AND #fingerprint = :fingerprint)) " +
-            "AND (attribute_not_exists(#fence) OR #fence < :fence)",
-          ExpressionAttributeNames: ATTRIBUTE_NAMES,
+          UpdateExpression: CLAIM,
+          ConditionExpression: CLAIMABLE,
+          ExpressionAttributeNames: namesIn(CLAIM, CLAIMABLE),
           ExpressionAttributeValues: {
             ":running": str(RecordState.IN_PROGRESS),
             ":completed": str(RecordState.COMPLETED),
@@ -130,6 +143,7 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
             ":expires": num(request.expiresAt),
             ":ttl": ttlOf(Math.max(request.leaseExpiresAt, request.expiresAt)),
             ":now": num(request.now),
+            ":claim": str(claim),
           },
           ReturnValues: "ALL_OLD",
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
@@ -142,13 +156,17 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
     }
   }
 
-  /** A write conditional on the record being in progress under `fence`; false when it is not. */
+  /**
+   * A write conditional on the record being in progress under `fence`; false when it is not, unless `landed` says
+   * the item as it stands is this very write's work: the SDK sends a write again when its answer was slow or lost,
+   * and the first may have landed.
+   */
   async function fencedUpdate(
     id: RecordId,
     fence: number,
     update: string,
     values: Record<string, AttributeValue>,
-    condition = "",
+    { condition = "", landed }: { condition?: string; landed?: (item: Item | undefined) => boolean } = {},
   ): Promise<boolean> {
     const fenced = `#state = :running AND #fence = :fence${condition}`;
     try {
@@ -160,28 +178,34 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
           ConditionExpression: fenced,
           ExpressionAttributeNames: namesIn(update, fenced),
           ExpressionAttributeValues: { ...values, ":running": str(RecordState.IN_PROGRESS), ":fence": num(fence) },
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
         }),
       );
       return true;
     } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
+      if (!isConditionFailure(error)) throw error;
+      return landed ? landed(error.Item ?? (await read(recordKeyOf(id)))) : false;
     }
   }
 
   return {
     async claim(request: ClaimRequest): Promise<ClaimResult> {
       const recordKey = recordKeyOf(request.id);
+      const claim = globalThis.crypto.randomUUID();
       let fence = Math.floor(request.now) * 1000;
       for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-        const written = await claimWrite(recordKey, request, fence);
+        const written = await claimWrite(recordKey, request, fence, claim);
         if (written.won) {
           const old = recordOfItem(written.old)?.record;
           return { status: "claimed", fence, takeover: old ? (replacement(old, request)?.takeover ?? false) : false };
         }
+        // This claim's own write, landed on an attempt whose answer the SDK did not get, then sent again.
+        if (written.item?.claim?.S === claim) {
+          return { status: "claimed", fence: fenceOfItem(written.item), takeover: false };
+        }
         const standing = recordOfItem(written.item)?.record;
         if (standing && !replacement(standing, request)) {
-          return { status: "exists", record: (await withAnswer(recordKey, written.item)) ?? standing };
+          return { status: "exists", record: (await withAnswer(recordKey, written.item)) as StoredRecord };
         }
         // The record allows the claim and only its fence is ahead of this clock (or it changed since): above it.
         fence = Math.max(fence, fenceOfItem(written.item) + 1);
@@ -209,17 +233,22 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
         ),
       );
       const answer = parts.length > 0 ? "#parts = :parts" : "#body = :body";
+      const completion = globalThis.crypto.randomUUID();
       return fencedUpdate(
         id,
         fence,
-        `SET #state = :completed, #status = :status, ${answer}, #expires = :expires, #ttl = :ttl REMOVE #lease`,
+        `SET #state = :completed, #status = :status, ${answer}, #expires = :expires, #ttl = :ttl, ` +
+          "#completion = :completion REMOVE #lease",
         {
           ":completed": str(RecordState.COMPLETED),
+          ":completion": str(completion),
           ":status": num(response.status),
           ...(parts.length > 0 ? { ":parts": num(parts.length) } : { ":body": str(response.body) }),
           ":expires": num(expiresAt),
           ":ttl": ttlOf(expiresAt),
         },
+        // Completed by this very write, sent again: not by another completion under the same fence.
+        { landed: (item) => item?.completion?.S === completion },
       );
     },
 
@@ -232,7 +261,9 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
     async renew(id: RecordId, fence: number, leaseExpiresAt: number): Promise<boolean> {
       // The item's TTL already outlasts a lease that ends before the record does; else it moves with the lease.
       const lease = { ":lease": num(leaseExpiresAt) };
-      if (await fencedUpdate(id, fence, "SET #lease = :lease", lease, " AND #expires >= :lease")) return true;
+      if (await fencedUpdate(id, fence, "SET #lease = :lease", lease, { condition: " AND #expires >= :lease" })) {
+        return true;
+      }
       return fencedUpdate(id, fence, "SET #lease = :lease, #ttl = :ttl", {
         ...lease,
         ":ttl": ttlOf(leaseExpiresAt),

@@ -56,7 +56,13 @@ export async function createTable(
   if (!timeToLive) return;
   try {
     const { TimeToLiveDescription: ttl } = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
-    if (ttl?.TimeToLiveStatus === "ENABLED" || ttl?.TimeToLiveStatus === "ENABLING") return;
+    if (ttl?.TimeToLiveStatus === "ENABLED" || ttl?.TimeToLiveStatus === "ENABLING") {
+      if (ttl.AttributeName === TTL_ATTRIBUTE) return;
+      // DynamoDB takes one Time to Live attribute per table: on another, the store's records would never go.
+      throw new Error(
+        `createTable: the table ${tableName} has Time to Live on ${ttl.AttributeName}; the store's records end by ${TTL_ATTRIBUTE}.`,
+      );
+    }
     await client.send(
       new UpdateTimeToLiveCommand({
         TableName: tableName,

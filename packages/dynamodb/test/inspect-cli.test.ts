@@ -17,34 +17,34 @@ const at = (key: string) => ({ scope: "alice", path: "checkout.placeOrder", key 
 
 beforeAll(async () => {
   const store = dynamoStore(dynamo);
-  const claim = (key: string, leaseMs: number, on = store) =>
-    on.claim({ id: at(key), fingerprint: `fp-${key}`, now, leaseExpiresAt: now + leaseMs, expiresAt: now + 3_600_000 });
-  const done = await claim("done", 60_000);
-  if (done.status !== "claimed") throw new Error("the record was not claimed");
-  await store.complete(at("done"), done.fence, { status: 201, body: '{"orderId":7}' }, now + 3_600_000);
-  await claim("running", 60_000);
-  await claim("stuck", -1_000);
-  const released = await claim("released", 60_000);
-  if (released.status === "claimed") await store.release(at("released"), released.fence);
-  const large = await claim("large", 60_000);
-  if (large.status === "claimed") {
-    await store.complete(at("large"), large.fence, { status: 200, body: "x".repeat(900_000) }, now + 3_600_000);
-  }
+  /** Claims `key` at `claimedAt` (now unless said), its lease `leaseMs` long; the fence it got. */
+  const fenceOf = async (key: string, leaseMs: number, on = store, claimedAt = now) => {
+    const claimed = await on.claim({
+      id: at(key),
+      fingerprint: `fp-${key}`,
+      now: claimedAt,
+      leaseExpiresAt: claimedAt + leaseMs,
+      expiresAt: claimedAt + 3_600_000,
+    });
+    if (claimed.status !== "claimed") throw new Error(`${key} was not claimed`);
+    return claimed.fence;
+  };
+  const later = now + 3_600_000;
+  await store.complete(at("done"), await fenceOf("done", 60_000), { status: 201, body: '{"orderId":7}' }, later);
+  await fenceOf("running", 60_000);
+  await fenceOf("stuck", -1_000);
+  await store.release(at("released"), await fenceOf("released", 60_000));
+  await store.complete(at("large"), await fenceOf("large", 60_000), { status: 200, body: "x".repeat(900_000) }, later);
   // Past its end, which DynamoDB's Time to Live may take days to delete: counted nowhere.
-  const ended = await store.claim({
-    id: at("ended"),
-    fingerprint: "fp-ended",
-    now: now - 7_200_000,
-    leaseExpiresAt: now - 7_170_000,
-    expiresAt: now - 3_600_000,
-  });
-  if (ended.status === "claimed") {
-    await store.complete(at("ended"), ended.fence, { status: 200, body: "{}" }, now - 3_600_000);
-  }
+  const ended = now - 7_200_000;
+  await store.complete(at("ended"), await fenceOf("ended", 30_000, store, ended), { status: 200, body: "{}" }, ended);
   const sealed = encryptedStore(store, { current: "k", keys: { k: new Uint8Array(32).fill(1) } });
-  const secret = await claim("secret", 60_000, sealed);
-  if (secret.status !== "claimed") throw new Error("the record was not claimed");
-  await sealed.complete(at("secret"), secret.fence, { status: 200, body: '{"card":"4242"}' }, now + 3_600_000);
+  await sealed.complete(
+    at("secret"),
+    await fenceOf("secret", 60_000, sealed),
+    { status: 200, body: '{"card":"4242"}' },
+    later,
+  );
 });
 
 const CLI = fileURLToPath(new URL("../src/inspect-cli.ts", import.meta.url));

@@ -66,7 +66,7 @@ it("stores an answer past an item's size in parts under its fence, each outlasti
     expect(Number(part?.ttl?.N)).toBe(seconds(T0 + 3_600_000 + PARTS_OUTLAST_MS));
   }
   expect(await store.get(id)).toMatchObject({ state: "completed", response: { status: 200, body } });
-  // A purge once the record ended takes the record first; its parts go an hour later.
+  // A purge once the record ended takes the record first; its parts go PARTS_OUTLAST_MS (30 days) later.
   await store.purgeExpired({ now: T0 + 3_600_000 });
   expect(await store.get(id)).toBeUndefined();
   expect(await itemAt(partKeyOf(recordKeyOf(id), fence, 0))).toBeDefined();
@@ -165,6 +165,42 @@ it("takes the record DynamoDB returns with a failed claim, and reads nothing mor
       },
     });
     expect(commands.map(({ name }) => name)).toEqual(["UpdateItemCommand"]);
+  } finally {
+    client.destroy();
+  }
+});
+
+it("knows its own claim and completion when the SDK sent them again after an answer it lost", async () => {
+  const { client, commands } = watchedClient();
+  // Each write lands, then its answer is lost once (a 500), so the SDK's retry sends it again.
+  const lost = new Set<string>();
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const answer = await next(args);
+      const write = `${context.commandName} ${JSON.stringify((args.input as { UpdateExpression?: string }).UpdateExpression)}`;
+      if (context.commandName === "UpdateItemCommand" && !lost.has(write)) {
+        lost.add(write);
+        throw Object.assign(new Error("We encountered an internal error."), {
+          name: "InternalServerError",
+          $fault: "server",
+          $metadata: { httpStatusCode: 500 },
+        });
+      }
+      return answer;
+    },
+    { step: "deserialize" },
+  );
+  try {
+    const store = dynamoStore({ client, tableName: dynamo.tableName });
+    const id = freshId();
+    const claimed = await store.claim(claimAt(id, T0));
+    expect(claimed).toMatchObject({ status: "claimed" });
+    expect(commands.filter(({ name }) => name === "UpdateItemCommand")).toHaveLength(1);
+    const fence = claimed.status === "claimed" ? claimed.fence : Number.NaN;
+    expect(await dynamoStore(dynamo).claim(claimAt(id, T0 + 1))).toMatchObject({ status: "exists" });
+    expect(await store.complete(id, fence, { status: 201, body: '"placed"' }, T0 + 3_600_000)).toBe(true);
+    expect(await store.get(id)).toMatchObject({ state: "completed", fence, response: { status: 201 } });
+    expect(lost.size).toBe(2);
   } finally {
     client.destroy();
   }

@@ -1,7 +1,7 @@
 /**
  * A throwaway dynalite per test file, and clients of it set up as the store's docs say; each store its own table.
  */
-import { DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
+import { DeleteTableCommand, DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { type RunningDynamo, startDynamo } from "@idemkit/testkit";
 import { afterAll, beforeAll } from "vitest";
 import { createTable } from "../src/index.js";
@@ -23,11 +23,12 @@ export function clientOf(endpoint: string, config: DynamoDBClientConfig = {}): D
   });
 }
 
-let tables = 0;
+/** The tables this process made, to delete from an endpoint that outlives the tests (DYNAMODB_ENDPOINT). */
+const made: string[] = [];
 /** A new table on `client`, made by the package's own `createTable` (without TTL, which dynalite has not). */
 export async function freshTable(client: DynamoDBClient): Promise<string> {
-  tables += 1;
-  const tableName = `idempotency-${process.pid}-${tables}`;
+  const tableName = `idempotency-${process.pid}-${made.length + 1}-${Date.now()}`;
+  made.push(tableName);
   await createTable(client, tableName, { timeToLive: !!process.env.DYNAMODB_ENDPOINT });
   return tableName;
 }
@@ -48,6 +49,9 @@ export function dynamoForThisFile(): FileDynamo {
     shared.tableName = await freshTable(shared.client);
   });
   afterAll(async () => {
+    if (process.env.DYNAMODB_ENDPOINT) {
+      for (const TableName of made.splice(0)) await shared.client.send(new DeleteTableCommand({ TableName }));
+    }
     shared.client?.destroy();
     await shared.server?.stop();
   });
