@@ -61,7 +61,7 @@ export interface DynamoStoreOptions {
 /** A claim's write: the record in progress under its fence, owned by the claim's token, with no answer. */
 const CLAIM =
   "SET #state = :running, #fingerprint = :fingerprint, #fence = :fence, #lease = :lease, " +
-  "#expires = :expires, #ttl = :ttl, #claim = :claim REMOVE #status, #body, #parts";
+  "#expires = :expires, #ttl = :ttl, #claim = :claim REMOVE #status, #body, #parts, #completion";
 
 /**
  * When a claim may write: no record, a released one, one past its TTL with no live lease, or one whose lease ended
