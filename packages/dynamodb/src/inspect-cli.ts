@@ -12,7 +12,7 @@
  * `--json` prints one JSON document. Exit codes: 0 done, 1 DynamoDB failed (unreachable, no credentials, no such
  * table: said as such), 2 a usage error, 3 `show` found nothing.
  */
-import { DynamoDBClient, GetItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import {
   type CommandArgs,
   hasEnoughListed,
@@ -27,7 +27,7 @@ import {
   statsReport,
 } from "@idemkit/command-line";
 import { RecordState } from "@idemkit/core/store";
-import { type Item, namesIn, num, PARTITION_KEY, recordKeyOf, recordOfItem, str } from "./items.js";
+import { keyOf, namesIn, num, PARTITION_KEY, recordKeyOf, recordOfItem, scanPages, str } from "./items.js";
 import { dynamoStore } from "./store.js";
 
 const USAGE = `usage: DYNAMODB_TABLE=… idemkit-dynamodb <command> [options]
@@ -62,13 +62,8 @@ async function show({ client, tableName }: Table, { operands, values }: Given): 
   // The answer's parts are read only when it is asked for.
   const record = values.body
     ? await dynamoStore({ client, tableName }).get(id)
-    : recordOfItem(
-        (
-          await client.send(
-            new GetItemCommand({ TableName: tableName, Key: { [PARTITION_KEY]: str(recordKeyOf(id)) } }),
-          )
-        ).Item,
-      )?.record;
+    : recordOfItem((await client.send(new GetItemCommand({ TableName: tableName, Key: keyOf(recordKeyOf(id)) }))).Item)
+        ?.record;
   const view = record && recordView(recordKeyOf(id), record, Date.now(), values.body);
   return showReport("partitionKey", view, id.key, id.path);
 }
@@ -77,28 +72,24 @@ async function show({ client, tableName }: Table, { operands, values }: Given): 
 async function summaries({ client, tableName }: Table, enough: (records: RecordView[]) => boolean) {
   const now = Date.now();
   const records: RecordView[] = [];
-  let startKey: Item | undefined;
-  do {
-    const page = await client.send(
-      new ScanCommand({
-        TableName: tableName,
-        ProjectionExpression: SUMMARY,
-        FilterExpression: RECORDS,
-        ExpressionAttributeNames: namesIn(SUMMARY, RECORDS),
-        ExpressionAttributeValues: {
-          ":running": str(RecordState.IN_PROGRESS),
-          ":completed": str(RecordState.COMPLETED),
-          ":now": num(now),
-        },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of page.Items ?? []) {
+  const pages = scanPages(client, {
+    TableName: tableName,
+    ProjectionExpression: SUMMARY,
+    FilterExpression: RECORDS,
+    ExpressionAttributeNames: namesIn(SUMMARY, RECORDS),
+    ExpressionAttributeValues: {
+      ":running": str(RecordState.IN_PROGRESS),
+      ":completed": str(RecordState.COMPLETED),
+      ":now": num(now),
+    },
+  });
+  for await (const items of pages) {
+    for (const item of items) {
       const stored = recordOfItem(item);
       if (stored) records.push(recordView(String(item[PARTITION_KEY]?.S), stored.record, now));
     }
-    startKey = page.LastEvaluatedKey;
-  } while (startKey && !enough(records));
+    if (enough(records)) break;
+  }
   return records;
 }
 

@@ -3,7 +3,7 @@
  * fits in an item and in parts when it does not (DynamoDB's item limit is 400 KB), and the attribute DynamoDB's TTL
  * deletes it by. Everything that reads or writes an item's attributes goes through here.
  */
-import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { type AttributeValue, type DynamoDBClient, ScanCommand, type ScanCommandInput } from "@aws-sdk/client-dynamodb";
 import type { RecordId, StoredRecord } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import { RecordState } from "@idemkit/core/store";
@@ -68,6 +68,24 @@ export async function boundedly<T, R>(items: readonly T[], work: (item: T, index
 
 /** An item as the low-level client reads and writes it. */
 export type Item = Record<string, AttributeValue>;
+
+/** The key of the item under `partitionKey`, as the API's item calls take it. */
+export function keyOf(partitionKey: string): Item {
+  return { [PARTITION_KEY]: str(partitionKey) };
+}
+
+/**
+ * The items a scan finds, a page at a time: a caller that has what it needs stops asking by leaving the loop, and
+ * no further page is read.
+ */
+export async function* scanPages(client: DynamoDBClient, input: ScanCommandInput): AsyncGenerator<Item[]> {
+  let startKey: Item | undefined;
+  do {
+    const page = await client.send(new ScanCommand({ ...input, ExclusiveStartKey: startKey }));
+    yield page.Items ?? [];
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+}
 
 /** The partition key of `id`'s record: a digest, so any scope, path and key fit, and none is readable from it. */
 export function recordKeyOf({ scope, path, key }: RecordId): string {

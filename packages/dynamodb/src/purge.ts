@@ -3,9 +3,9 @@
  * conditional on the same test, so a record claimed again meanwhile is left alone. A scan reads (and is billed for)
  * the whole table: DynamoDB's Time to Live is what keeps a table small; this is for tests and a table kept smaller.
  */
-import { DeleteItemCommand, type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { RecordState } from "@idemkit/core/store";
-import { boundedly, type Item, isConditionFailure, namesIn, num, PARTITION_KEY, str } from "./items.js";
+import { boundedly, type Item, isConditionFailure, namesIn, num, PARTITION_KEY, scanPages, str } from "./items.js";
 
 /**
  * Past its TTL and not held by a live lease: a record, a released one's marker, or a part of a stored answer
@@ -23,21 +23,17 @@ export async function purgeExpiredItems(
   const names = namesIn(PURGEABLE);
   const values = { ":now": num(now), ":running": str(RecordState.IN_PROGRESS) };
   let purged = 0;
-  let startKey: Item | undefined;
-  do {
-    const page = await client.send(
-      new ScanCommand({
-        TableName: tableName,
-        // Eventually consistent: each delete checks the item again, and one the scan missed goes next time.
-        Limit: batchSize,
-        FilterExpression: PURGEABLE,
-        ExpressionAttributeValues: values,
-        ProjectionExpression: "#pk, #state",
-        ExpressionAttributeNames: { ...names, "#pk": PARTITION_KEY },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    const deleted = await boundedly(page.Items ?? [], async (item) => {
+  const pages = scanPages(client, {
+    TableName: tableName,
+    // Eventually consistent: each delete checks the item again, and one the scan missed goes next time.
+    Limit: batchSize,
+    FilterExpression: PURGEABLE,
+    ProjectionExpression: "#pk, #state",
+    ExpressionAttributeNames: namesIn(PURGEABLE, "#pk, #state"),
+    ExpressionAttributeValues: values,
+  });
+  for await (const items of pages) {
+    const deleted = await boundedly(items, async (item) => {
       try {
         await client.send(
           new DeleteItemCommand({
@@ -56,7 +52,6 @@ export async function purgeExpiredItems(
       return state === RecordState.IN_PROGRESS || state === RecordState.COMPLETED;
     });
     purged += deleted.filter(Boolean).length;
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  }
   return purged;
 }

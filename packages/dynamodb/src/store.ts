@@ -31,6 +31,7 @@ import {
   fenceOfItem,
   type Item,
   isConditionFailure,
+  keyOf,
   namesIn,
   num,
   PARTITION_KEY,
@@ -83,8 +84,6 @@ const CLAIM_ATTEMPTS = 5;
  */
 export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseStore {
   if (!tableName) throw new TypeError("dynamoStore needs the table's name: dynamoStore({ client, tableName }).");
-
-  const keyOf = (partitionKey: string): Item => ({ [PARTITION_KEY]: str(partitionKey) });
 
   /** The item under `partitionKey`, read strongly consistent: what it says decides a claim. */
   async function read(partitionKey: string): Promise<Item | undefined> {

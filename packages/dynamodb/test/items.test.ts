@@ -7,7 +7,7 @@ import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import type { RecordId } from "@idemkit/core";
 import { expect, it } from "vitest";
 import { dynamoStore } from "../src/index.js";
-import { EXPIRY_GRACE_MS, PART_BYTES, PARTS_OUTLAST_MS, partKeyOf, recordKeyOf } from "../src/items.js";
+import { EXPIRY_GRACE_MS, keyOf, PART_BYTES, PARTS_OUTLAST_MS, partKeyOf, recordKeyOf } from "../src/items.js";
 import { clientOf, dynamoForThisFile } from "./tables.js";
 
 const dynamo = dynamoForThisFile();
@@ -30,7 +30,7 @@ async function fenceOf(claiming: Promise<{ status: string; fence?: number }>): P
 /** The item under a partition key, as DynamoDB holds it. */
 async function itemAt(partitionKey: string) {
   const { Item } = await dynamo.client.send(
-    new GetItemCommand({ TableName: dynamo.tableName, Key: { pk: { S: partitionKey } }, ConsistentRead: true }),
+    new GetItemCommand({ TableName: dynamo.tableName, Key: keyOf(partitionKey), ConsistentRead: true }),
   );
   return Item;
 }

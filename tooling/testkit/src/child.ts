@@ -3,6 +3,7 @@
  * with SIGKILL at a moment the script announces: it prints `<PREFIX> <detail>` lines, which the test awaits.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
@@ -45,4 +46,12 @@ export function spawnScript(script: URL, env: Record<string, string | undefined>
       await exited;
     },
   };
+}
+
+/** Kills a server process as a crash would (SIGKILL), and waits until it is gone; nothing for one already gone. */
+export async function killed(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null || server.signalCode !== null) return;
+  const exited = once(server, "exit");
+  server.kill("SIGKILL");
+  await exited;
 }

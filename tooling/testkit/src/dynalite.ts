@@ -4,9 +4,9 @@
  * memory) in a child process on a free loopback port, so a test can stop it answering as a hung server would.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
+import { killed } from "./child.js";
 import { freePort } from "./postgres.js";
 
 export interface RunningDynamo {
@@ -52,12 +52,7 @@ export async function startDynamo(): Promise<RunningDynamo> {
   await listening(server);
   return {
     endpoint: `http://127.0.0.1:${port}`,
-    async stop() {
-      if (server.exitCode !== null || server.signalCode !== null) return;
-      const exited = once(server, "exit");
-      server.kill("SIGKILL");
-      await exited;
-    },
+    stop: () => killed(server),
     pause: () => void server.kill("SIGSTOP"),
     resume: () => void server.kill("SIGCONT"),
   };

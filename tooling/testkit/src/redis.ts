@@ -4,12 +4,12 @@
  * stopped.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { killed } from "./child.js";
 import { freePort } from "./postgres.js";
 
 const execFileAsync = promisify(execFile);
@@ -165,13 +165,6 @@ export async function startRedisCluster(masters = 3): Promise<RunningRedisCluste
     throw error;
   }
   return { urls: ports.map((port) => `redis://127.0.0.1:${port}`), stop };
-}
-
-async function killed(server: ChildProcess): Promise<void> {
-  if (server.exitCode !== null || server.signalCode !== null) return;
-  const exited = once(server, "exit");
-  server.kill("SIGKILL");
-  await exited;
 }
 
 async function run(command: string, args: string[]): Promise<string> {
