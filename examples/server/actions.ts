@@ -32,6 +32,8 @@ export const placeOrder = idempotentAction(
     scope: async () => (await sessionOf(await headers()))?.userId ?? redirect("/sign-in"),
     // A state that asks for a correction is not kept: nothing is replayed, and a lookup finds nothing, for it.
     stores: (state) => (state as CheckoutState).error === undefined,
+    // The fields a refusal carries back into the page for the form to send again: never a password or a card's.
+    renderBack: ["sku", "qty"],
   },
 );
 // #endregion server-action

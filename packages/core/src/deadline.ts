@@ -100,7 +100,7 @@ export class Deadline {
 const ANSWERED = new Error("The request this work belonged to has already been answered.");
 
 /** The longest delay setTimeout keeps (about 24.8 days); a longer one fires at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Rejects with `error()` when `work` has not settled within `ms`; for a single store call. */
 export function within<T>(work: Promise<T>, ms: number, error: () => Error): Promise<T> {

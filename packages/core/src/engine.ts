@@ -33,11 +33,35 @@ import {
 import { UNSTORABLE, UnstorableAnswer, unstorableSettlement } from "./engine/unstorable.js";
 import { Patience } from "./engine/waiting.js";
 import { IdempotencyErrorCode } from "./errors.js";
+import { checkIdentity } from "./key.js";
+import { checkedNumber, type NumericRule } from "./numeric-options.js";
 import { onceLog, withoutOperatorDetail } from "./operator-detail.js";
 import { DEFAULT_WAIT_MS } from "./store.js";
 import { refusalKept } from "./stored-refusal.js";
 
 const HOUR_MS = 3_600_000;
+
+/**
+ * What each of the engine's numeric options may be. A record's time to live and a lease are written to the store,
+ * and one that never ends would hold its key for good, so they are finite; the bounds on waiting may be turned off.
+ */
+const NUMERIC_RULES = {
+  ttlMs: { min: 1 },
+  leaseMs: { min: 1 },
+  maxHoldMs: { unlimited: true },
+  busyRetryAfterMs: {},
+  storeTimeoutMs: { min: 1, unlimited: true },
+  transactionTimeoutMs: { min: 1, unlimited: true },
+  procedureTimeoutMs: { min: 1, unlimited: true },
+  replayCacheSize: { whole: true },
+} satisfies Record<string, NumericRule>;
+
+/** Checks the engine's numeric options once, as it is built: a wrong one fails the app's start, not its calls. */
+function checkedNumbers(values: Record<keyof typeof NUMERIC_RULES, number>): void {
+  for (const [name, rule] of Object.entries(NUMERIC_RULES)) {
+    checkedNumber("idemkit", name, values[name as keyof typeof NUMERIC_RULES], rule);
+  }
+}
 
 /** Builds the engine once per protected endpoint; `run` is called per request. */
 export function createIdempotencyEngine<Tx>({
@@ -58,6 +82,16 @@ export function createIdempotencyEngine<Tx>({
   limits,
   redact,
 }: IdempotencyEngineOptions<Tx>) {
+  checkedNumbers({
+    ttlMs,
+    leaseMs,
+    maxHoldMs,
+    busyRetryAfterMs,
+    storeTimeoutMs,
+    transactionTimeoutMs,
+    procedureTimeoutMs,
+    replayCacheSize,
+  });
   const atomic = store.atomic;
   if (mode === IdempotencyMode.ATOMIC && !atomic) {
     throw new TypeError("This store has no atomic mode; use mode: 'lease'.");
@@ -152,6 +186,7 @@ export function createIdempotencyEngine<Tx>({
     execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
     waited: (ms: number) => void,
   ): Promise<RunResult<T>> {
+    checkIdentity(request);
     const cached = cache.get(request, now());
     if (cached) return answerExisting(request, cached, 0);
     const admitted = admission.admit(request, busyRetryAfterMs);

@@ -16,6 +16,7 @@
 
 import { fromBase64, toBase64 } from "./base64.js";
 import { checkedScope, type IdempotencyContext, idempotencyContextOf } from "./context.js";
+import { MAX_TIMER_MS } from "./deadline.js";
 import type {
   AdapterOptions,
   IdempotencyEngineOptions,
@@ -29,6 +30,7 @@ import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./er
 import { fingerprint, fingerprintAsync } from "./fingerprint.js";
 import { httpStatusOf } from "./http-status.js";
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./key.js";
+import { checkedNumber, isLimited } from "./numeric-options.js";
 import { isStoredStatus } from "./outcome.js";
 import type { DefaultModeOf, IdempotencyStore, ModeTransaction } from "./store.js";
 
@@ -132,6 +134,8 @@ export function withIdempotency<
     storeServerErrors = false,
     ...engineOptions
   } = options;
+  checkedNumber("withIdempotency()", "maxBodyBytes", maxBodyBytes, { whole: true });
+  checkedNumber("withIdempotency()", "bodyTimeoutMs", bodyTimeoutMs, { min: 1, unlimited: true });
   const engine = createIdempotencyEngine<unknown>(engineOptions as IdempotencyEngineOptions<unknown>);
 
   return async (request) => {
@@ -221,14 +225,19 @@ async function boundedBody(request: Request, maxBytes: number, timeoutMs: number
   let size = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(
-        new IdempotencyError(
-          IdempotencyErrorCode.BODY_TIMEOUT,
-          `The request's body did not arrive within ${timeoutMs} ms; nothing ran. Send it again with the same key.`,
-        ),
-      );
-    }, timeoutMs);
+    // Infinity is no limit: setTimeout would fire at once for it.
+    if (!isLimited(timeoutMs)) return;
+    timer = setTimeout(
+      () => {
+        reject(
+          new IdempotencyError(
+            IdempotencyErrorCode.BODY_TIMEOUT,
+            `The request's body did not arrive within ${timeoutMs} ms; nothing ran. Send it again with the same key.`,
+          ),
+        );
+      },
+      Math.min(timeoutMs, MAX_TIMER_MS),
+    );
   });
   try {
     for (;;) {

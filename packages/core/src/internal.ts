@@ -8,6 +8,7 @@ export { checkedScope, idempotencyContextOf } from "./context.js";
 export { isSealedBody } from "./encrypted-store.js";
 export { causeChain } from "./errors.js";
 export { downstreamKey } from "./key.js";
+export { checkedNumber, isLimited, type NumericRule } from "./numeric-options.js";
 export type { Channel } from "./observing.js";
 export {
   channelNamed,

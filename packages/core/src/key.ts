@@ -58,6 +58,42 @@ function unquote(value: string): string | undefined {
 }
 
 /**
+ * The most UTF-8 bytes of a record's scope, and of its path. A store indexes a record by scope, path and key
+ * together, and PostgreSQL refuses a B-tree entry past about 2.7 kB (54000, on every call that carries it): with a
+ * key of at most 255 bytes, two parts of this size stay under it.
+ */
+export const MAX_IDENTITY_PART_BYTES = 1_024;
+
+/** Half of a UTF-16 surrogate pair standing alone: not Unicode text, and stored as U+FFFD by PostgreSQL's drivers. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Throws a `TypeError` unless `id`'s scope and path can be stored as they are, by every store: well-formed Unicode
+ * with no U+0000, each at most {@link MAX_IDENTITY_PART_BYTES} in UTF-8. They come from the app (its scope
+ * function, its procedure or route names), so one that cannot be stored is a server error, said at once: never a
+ * retryable store failure on every call, and never two scopes that one store would keep as one (`"a\ud800"` and
+ * `"a\udfff"` both become `"a\ufffd"` on the way to PostgreSQL).
+ */
+export function checkIdentity({ scope, path }: RecordId): void {
+  for (const [name, part] of [
+    ["scope", scope],
+    ["path", path],
+  ] as const) {
+    let problem: string | undefined;
+    if (LONE_SURROGATE.test(part)) problem = "holds a lone UTF-16 surrogate, which is not Unicode text";
+    else if (part.includes("\u0000")) problem = "holds U+0000, which no store keeps in text";
+    else if (part.length * 3 > MAX_IDENTITY_PART_BYTES && utf8Length(part) > MAX_IDENTITY_PART_BYTES) {
+      problem = `is longer than ${MAX_IDENTITY_PART_BYTES} bytes in UTF-8`;
+    }
+    if (problem) throw new TypeError(`idemkit: a call's ${name} ${problem}, so its record could not be stored.`);
+  }
+}
+
+function utf8Length(text: string): number {
+  return new TextEncoder().encode(text).byteLength;
+}
+
+/**
  * The stable key of a protected call's downstream call `name` (a payment provider's, another service's): the same
  * on every retry of the call, so that the downstream call is idempotent too. Every adapter's `subKey`.
  */

@@ -4,7 +4,7 @@
  * shown that learns the app's insides and nothing it can act on, so the detail goes to the log, once per distinct
  * message, and the client gets a refusal of the same code that says only what happened to its request.
  */
-import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
+import { causeChain, IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
 
 const PUBLIC_MESSAGES: Partial<Record<IdempotencyErrorCode, string>> = {
   [IdempotencyErrorCode.STORE_MISCONFIGURED]:
@@ -28,8 +28,28 @@ export function onceLog(): OnceLog {
     if (said.size >= MAX_REMEMBERED) said.delete(said.values().next().value as string);
     said.add(detail);
     if (cause === undefined) console.error(`idemkit: ${detail}`);
-    else console.error(`idemkit: ${detail}`, cause);
+    else console.error(`idemkit: ${detail}\n  caused by ${causesSaid(cause)}`);
   };
+}
+
+/**
+ * What caused a detail, as the log says it: each error's name, code and message, in the order they wrapped each
+ * other, and nothing else. An error printed whole would show every property it carries, and a query's error carries
+ * its parameters (a scope, a key, a stored answer, a value a user typed): so no error is printed as an object, and
+ * the message of one that carries parameters (Drizzle writes them into its message) is left out.
+ */
+export function causesSaid(cause: unknown): string {
+  const said: string[] = [];
+  for (const link of causeChain(cause)) {
+    const { name, code, message } = link as { name?: unknown; code?: unknown; message?: unknown };
+    let part = typeof name === "string" ? name : "Error";
+    if (typeof code === "string" || typeof code === "number") part += ` ${code}`;
+    // Drizzle's query error: its message is the query and its parameters (a driver's own carries them apart).
+    if ("params" in link) part += " (its query and parameters are not logged)";
+    else if (typeof message === "string" && message !== "") part += `: ${message.split("\n", 1)[0]}`;
+    said.push(part);
+  }
+  return said.length > 0 ? said.join("\n  caused by ") : String(cause);
 }
 
 /** The log of what no engine of its own says: the lookups' refusals. */

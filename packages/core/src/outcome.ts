@@ -23,6 +23,7 @@ import { within } from "./deadline.js";
 import { isSealedBody, sealedWithoutKeys } from "./encrypted-store.js";
 import { type CallLimits, limitsOf } from "./engine/limits.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
+import { checkIdentity } from "./key.js";
 import { withoutOperatorDetail } from "./operator-detail.js";
 import { type IdempotencyStore, type RecordId, RecordState, type StoredResponse } from "./store.js";
 import { keptRefusalOf } from "./stored-refusal.js";
@@ -114,6 +115,7 @@ export async function lookUpOutcome(
   id: RecordId,
   { now, limits, storeTimeoutMs = 5_000, busyRetryAfterMs = 1_000 }: LookupOptions,
 ): Promise<RecordOutcome> {
+  checkIdentity(id);
   const done = limitsOf(limits, now).admit(id, busyRetryAfterMs);
   try {
     return await within(

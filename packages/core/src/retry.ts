@@ -6,6 +6,7 @@
  * Full jitter (a uniform delay between 0 and the exponential ceiling) spreads the retries of many clients that
  * failed together, so a recovering server is not hit by all of them at the same instant.
  */
+import { checkedNumber } from "./numeric-options.js";
 
 /** How one operation is retried. Every time is in milliseconds. */
 export interface RetryPolicy {
@@ -26,6 +27,19 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   maxDelayMs: 10_000,
   maxElapsedMs: 60_000,
 });
+
+/**
+ * `retry` over the defaults, each number checked as the client is built (a `TypeError` then, not a loop that never
+ * waits or never ends). `Infinity` lifts the attempt and total-time bounds; the delays are finite.
+ */
+export function retryPolicyOf(retry: Partial<RetryPolicy> | undefined, owner: string): RetryPolicy {
+  const policy = { ...DEFAULT_RETRY_POLICY, ...retry };
+  checkedNumber(owner, "retry.maxAttempts", policy.maxAttempts, { min: 1, whole: true, unlimited: true });
+  checkedNumber(owner, "retry.baseDelayMs", policy.baseDelayMs);
+  checkedNumber(owner, "retry.maxDelayMs", policy.maxDelayMs);
+  checkedNumber(owner, "retry.maxElapsedMs", policy.maxElapsedMs, { unlimited: true });
+  return policy;
+}
 
 /**
  * The delay before the retry that follows failed attempt number `attempt` (1 = the first request): uniform in

@@ -77,9 +77,10 @@ export interface ClaimRequest {
   /**
    * Atomic mode: how much longer the claiming transaction may stay open, in ms (what is left of the engine's
    * `transactionTimeoutMs`). A store whose database can bound the transaction's statements on its side does, so
-   * that a statement the engine gave up on does not hold the key past it.
+   * that a statement the engine gave up on does not hold the key past it. Absent: no bound (`transactionTimeoutMs`
+   * is `Infinity`).
    */
-  holdMs?: number;
+  holdMs?: number | undefined;
 }
 
 /**

@@ -19,6 +19,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { getTableConfig, type PgTable, QueryBuilder } from "drizzle-orm/pg-core";
 import { databaseMessageOf, isPreparedStatementLost, sqlStateOf } from "./driver-errors.js";
 import { postgresJsPrepare } from "./pooler.js";
+import { sqlLiteral } from "./sql-literal.js";
 
 /**
  * A Drizzle PostgreSQL database (postgres.js, PGlite, node-postgres, on drizzle-orm 0.41 to 1.0), as far as idemkit
@@ -248,30 +249,14 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
 }
 
 /**
- * Sends `statement` with its values written into its text as literals, and no parameters: one round trip on every
- * driver, where a statement with parameters that is not prepared costs postgres.js two (it asks the server for
+ * Sends `statement` with its values written into its text as literals (see `sql-literal.ts`), and no parameters:
+ * one round trip on every driver, where a statement with parameters that is not prepared costs postgres.js two (it asks the server for
  * their types first: 6.3 round trips added by atomic mode through PgBouncer, against 1.6 directly).
  */
 function unprepared(executor: Executor, statement: Statement, params: unknown[]): PromiseLike<Row[]> {
-  const render = (text: string) => sql.raw(text.replace(/\$(\d+)/g, (_, n: string) => literal(params[Number(n) - 1])));
+  const render = (text: string) =>
+    sql.raw(text.replace(/\$(\d+)/g, (_, n: string) => sqlLiteral(params[Number(n) - 1])));
   return carrierSelect(executor, expressionsOf(statement, render)).execute();
-}
-
-/**
- * A value as a PostgreSQL literal, for idemkit's own parameters (text, numbers, booleans, null, arrays of them).
- * Text goes in an escape string (E'…'), whose backslashes and quotes are doubled: read the same way whatever
- * `standard_conforming_strings` is. The statement's own casts (`$1::text`) give each its type.
- */
-function literal(value: unknown): string {
-  if (value === null || value === undefined) return "null";
-  if (typeof value === "boolean") return String(value);
-  if (typeof value === "number" || typeof value === "bigint") {
-    if (typeof value === "number" && !Number.isFinite(value)) throw new TypeError(`Not a finite number: ${value}`);
-    return `(${String(value)})`;
-  }
-  if (Array.isArray(value)) return value.length === 0 ? "'{}'" : `array[${value.map(literal).join(", ")}]`;
-  if (typeof value !== "string") throw new TypeError(`idemkit cannot write a ${typeof value} into a statement.`);
-  return `E'${value.replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
 }
 
 /**

@@ -32,7 +32,7 @@ import type {
   StoredResponse,
 } from "@idemkit/core";
 import { IdempotencyError, IdempotencyErrorCode, ProcedureTransactionError } from "@idemkit/core";
-import { DEFAULT_WAIT_MS } from "@idemkit/core/internal";
+import { checkedNumber, DEFAULT_WAIT_MS } from "@idemkit/core/internal";
 import { replacement } from "@idemkit/core/store";
 import { bypassGuard } from "./bypass-guard.js";
 import { againIfConnectionLost, isLockTimeout, isPreparedStatementLost, isProcedureFailure } from "./driver-errors.js";
@@ -107,6 +107,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   table = idempotencyKeys,
   watchBypasses = true,
 }: DrizzleStoreOptions<TDb>): DrizzleStore<TDb> {
+  checkedNumber("drizzleStore()", "waitMs", waitMs);
   const statements = statementsFor(qualifiedName(table));
   const guard = watchBypasses ? bypassGuard(db) : undefined;
   preparedOnce(db);

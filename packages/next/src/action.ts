@@ -93,6 +93,32 @@ export interface ActionCommonOptions<TStore extends IdempotencyStore<unknown>, T
    * nothing: a resubmission with the key runs again, and a lookup finds nothing.
    */
   stores?: (value: unknown) => boolean;
+  /**
+   * The text fields, by name, that a refusal asking for the same submission again carries back for the form to
+   * render (`submittedValue`), so that without JavaScript the press it asks for sends what was sent. Only these:
+   * whatever a refusal carries is in the page's HTML and its RSC payload. A secret (a password, a card's number or
+   * code, a one-time code) is never among them: its field is left for the user to type again. Default: none.
+   */
+  renderBack?: readonly string[];
+}
+
+/**
+ * Field names a refusal never carries back, whatever `renderBack` says: the HTML autocomplete tokens of secrets
+ * (`current-password`, `cc-number`, `cc-csc`, `one-time-code`) and the names such fields are commonly given.
+ */
+const SECRET_FIELD = /password|passcode|^cc[-_]|card.?number|cvc|cvv|csc|one.?time|^otp$|secret|token/i;
+
+/** `renderBack` checked once, as the action is made: naming a secret there is a mistake worth failing the build on. */
+function renderedBack(names: readonly string[]): ReadonlySet<string> {
+  for (const name of names) {
+    if (typeof name !== "string" || SECRET_FIELD.test(name)) {
+      throw new TypeError(
+        `idempotentAction(): renderBack names ${JSON.stringify(name)}, which looks like a secret; a refusal is ` +
+          "rendered into the page, so such a field is typed again instead.",
+      );
+    }
+  }
+  return new Set(names);
 }
 
 /** A stored submission: the value the action returned, or how Next.js ended it. */
@@ -152,7 +178,14 @@ export function idempotentAction<
   if (typeof name !== "string" || name.length === 0) {
     throw new TypeError("idempotentAction(): name the action (a non-empty string, stable across deploys).");
   }
-  const { scope: scopeOf, transformer = JSON_TRANSFORMER, stores = () => true, ...engineOptions } = options;
+  const {
+    scope: scopeOf,
+    transformer = JSON_TRANSFORMER,
+    stores = () => true,
+    renderBack = [],
+    ...engineOptions
+  } = options;
+  const shownAgain = renderedBack(renderBack);
   const now = engineOptions.now ?? Date.now;
   const engine = createIdempotencyEngine<unknown>(engineOptions as IdempotencyEngineOptions<unknown>);
   // What the developer must fix in this action's form, said once.
@@ -189,7 +222,7 @@ export function idempotentAction<
       if (run.replayed) return replayOf(JSON.parse(run.response.body) as StoredAction, transformer) as TResult;
     } catch (error) {
       if (!isIdempotencyError(error)) throw error;
-      return refusalOf(error, form, log);
+      return refusalOf(error, form, log, shownAgain);
     }
     if (ending && "thrown" in ending) throw ending.thrown;
     return (ending as { value: TResult }).value;
@@ -198,7 +231,7 @@ export function idempotentAction<
   async function lookUp(id: { scope: string; path: string; key: string }): Promise<unknown> {
     const { store, limits, storeTimeoutMs, busyRetryAfterMs } = options;
     const outcome = await lookUpOutcome(store, id, { now, limits, storeTimeoutMs, busyRetryAfterMs });
-    if (outcome.state === "refused") return refusalOf(outcome.refusal, undefined, log);
+    if (outcome.state === "refused") return refusalOf(outcome.refusal, undefined, log, shownAgain);
     if (outcome.state !== "stored") return { idempotencyOutcome: outcome.state } satisfies LookupPending;
     return replayOf(JSON.parse(outcome.response.body) as StoredAction, transformer);
   }
@@ -287,11 +320,16 @@ const DEVELOPER_CODES: ReadonlySet<IdempotencyErrorCode> = new Set([
 ]);
 
 /**
- * The refusal a form shows. One that asks for the same submission again keeps it, its key and text fields, so the
- * form renders them back and the press it asks for is the same action (without JavaScript the page renders anew,
- * and a new key field would make it a second one).
+ * The refusal a form shows. One that asks for the same submission again keeps it, its key and the text fields the
+ * action renders back, so the press it asks for is the same action (without JavaScript the page renders anew, and
+ * a new key field would make it a second one).
  */
-function refusalOf(error: IdempotencyError, form: FormData | undefined, log: OnceLog): ActionRefusal {
+function refusalOf(
+  error: IdempotencyError,
+  form: FormData | undefined,
+  log: OnceLog,
+  shownAgain: ReadonlySet<string>,
+): ActionRefusal {
   if (DEVELOPER_CODES.has(error.code)) log(error.message);
   const refusal: ActionRefusal = {
     idempotencyError: {
@@ -303,12 +341,14 @@ function refusalOf(error: IdempotencyError, form: FormData | undefined, log: Onc
   };
   const key = form?.get(IDEMPOTENCY_KEY_FIELD);
   if (keepsSubmission(error) && typeof key === "string") {
-    refusal.submitted = { key, fields: textFieldsOf(form as FormData) };
+    refusal.submitted = { key, fields: textFieldsOf(form as FormData, shownAgain) };
   }
   return refusal;
 }
 
-/** The compared fields that are text, as a form renders them back. */
-function textFieldsOf(form: FormData): Array<[string, string]> {
-  return comparedFields(form).filter((entry): entry is [string, string] => typeof entry[1] === "string");
+/** The compared fields that are text and rendered back, as a form renders them. */
+function textFieldsOf(form: FormData, shownAgain: ReadonlySet<string>): Array<[string, string]> {
+  return comparedFields(form).filter(
+    (entry): entry is [string, string] => typeof entry[1] === "string" && shownAgain.has(entry[0]),
+  );
 }

@@ -53,8 +53,8 @@ export interface ActionRefusal {
     retryAfterMs: number | undefined;
   };
   /**
-   * A refusal that asks for the same submission again (`retryable`) keeps it: the key it came with and its text
-   * fields. A form renders them back (`ActionKeyField`, `submittedValue`), so that without JavaScript the press the
+   * A refusal that asks for the same submission again (`retryable`) keeps it: the key it came with and the text
+   * fields the action renders back (its `renderBack`). A form renders them back (`ActionKeyField`, `submittedValue`), so that without JavaScript the press the
    * message asks for is the same action, never a second one under a new key.
    */
   submitted?: SubmittedAction;
@@ -63,7 +63,10 @@ export interface ActionRefusal {
 /** A refused submission, as its form renders it again. */
 export interface SubmittedAction {
   key: string;
-  /** Its fields that are text, in order (a field may repeat); files cannot be rendered back into a form. */
+  /**
+   * The fields the action renders back (`renderBack`), in order (a field may repeat): text only, as files cannot be
+   * rendered back into a form, and never a secret, which the user types again.
+   */
   fields: Array<[name: string, value: string]>;
 }
 
@@ -83,8 +86,9 @@ export function isActionRefusal(value: unknown): value is ActionRefusal {
 
 /**
  * The value the form's field `name` was submitted with, when `state` is a refusal that keeps its submission: for a
- * field's `defaultValue`, so that sending the form again sends what was sent. Undefined otherwise. Every field the
- * action compares must be rendered back so (a field that differs makes the same key another action, refused).
+ * field's `defaultValue`, so that sending the form again sends what was sent. Undefined otherwise, and for a field
+ * the action does not name in `renderBack`. A field the action compares and does not render back (a password) is
+ * typed again: with another value, the same key is another action, refused.
  */
 export function submittedValue(state: unknown, name: string): string | undefined {
   return submittedValues(state, name)[0];

@@ -4,6 +4,7 @@
  * rendered form, the same answer to every resubmission, refusals the form can show, and `redirect()` and
  * `notFound()` ending a resubmission as they ended the first.
  */
+import { memoryStore } from "@idemkit/core";
 import { drizzleStore } from "@idemkit/drizzle";
 import { type Driver, gate, type NotesDatabase, notesDatabases } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
@@ -236,12 +237,14 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
         await first.opened;
         return { charged: String(form.get("amount")) };
       },
-      { store: drizzleStore({ db: database.db }), mode: "lease", scope: () => "alice" },
+      { store: drizzleStore({ db: database.db }), mode: "lease", scope: () => "alice", renderBack: ["amount"] },
     );
     const key = newKey();
-    const running = charge(submission(key, { amount: "12" }));
+    // The card's code and the password are compared like any field, and never carried back into the page.
+    const fields = { amount: "12", "cc-csc": "123", password: "hunter2" };
+    const running = charge(submission(key, fields));
     await expect.poll(() => runs).toBe(1);
-    const duplicate = await charge(submission(key, { amount: "12" }));
+    const duplicate = await charge(submission(key, fields));
     expect(isActionRefusal(duplicate) && duplicate.idempotencyError).toMatchObject({
       code: "IN_PROGRESS",
       message: "This form is still being sent. Send it again in a moment: it will not be done twice.",
@@ -251,8 +254,9 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
     // Without JavaScript the page renders anew: the refusal keeps the submission, for the form to send it again.
     expect(isActionRefusal(duplicate) && duplicate.submitted).toEqual({ key, fields: [["amount", "12"]] });
     first.open();
+    expect(JSON.stringify(duplicate)).not.toMatch(/123|hunter2/);
     expect(await running).toEqual({ charged: "12" });
-    expect(await charge(submission(key, { amount: "12" }))).toEqual({ charged: "12" });
+    expect(await charge(submission(key, fields))).toEqual({ charged: "12" });
     expect(runs).toBe(1);
   });
 
@@ -264,7 +268,7 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
         charges++;
         return { paidAt: new Date(), amount: String(form.get("amount")) };
       },
-      { store: drizzleStore({ db: databases[driver].db }), mode: "lease", scope: () => "alice" },
+      { store: drizzleStore({ db: databases[driver].db }), mode: "lease", scope: () => "alice", renderBack: ["amount"] },
     );
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
@@ -308,7 +312,7 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
         await tx.execute(sql`insert into notes (key) values (${key})`);
         return { orderId: runs };
       },
-      { store: lossy, scope: () => "alice" },
+      { store: lossy, scope: () => "alice", renderBack: ["item"] },
     );
     const key = newKey();
     const unknown = await placeOrder({}, submission(key, { item: "tea" }));
@@ -366,6 +370,19 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
 });
 
 describe("idempotentAction's edges", () => {
+  it.each(["password", "new-password", "cc-number", "cc-csc", "cardNumber", "one-time-code", "otp"])(
+    "refuses to render %s back into the page, when the action is made",
+    (name) => {
+      expect(() =>
+        idempotentAction("checkout.pay", async (_idempotency, _form: FormData) => ({}), {
+          store: memoryStore(),
+          scope: () => "alice",
+          renderBack: ["amount", name],
+        }),
+      ).toThrow(/renderBack names .* which looks like a secret/);
+    },
+  );
+
   it("refuses a submission while the database is away as retryable, and runs nothing", async () => {
     const away = postgres("postgres://idemkit@127.0.0.1:1/away", { max: 1, connect_timeout: 1, onnotice: () => {} });
     let runs = 0;

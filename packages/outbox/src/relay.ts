@@ -6,6 +6,7 @@
  * it to be published again once its lease ends; consumers de-duplicate with `processOnce`.
  */
 
+import { checkedNumber } from "@idemkit/core/internal";
 import type { AnyPgDatabase } from "@idemkit/drizzle";
 import {
   preparedOnce,
@@ -89,6 +90,11 @@ export function createRelay({
   onEvent,
   telemetry: telemetryOptions,
 }: RelayOptions) {
+  checkedNumber("createRelay()", "batchSize", batchSize, { min: 1, whole: true });
+  checkedNumber("createRelay()", "leaseMs", leaseMs, { min: 1 });
+  checkedNumber("createRelay()", "publishTimeoutMs", publishTimeoutMs, { min: 1 });
+  checkedNumber("createRelay()", "maxAttempts", maxAttempts, { min: 1, whole: true, unlimited: true });
+  checkedNumber("createRelay()", "idleMs", idleMs);
   const databaseNow = () => now?.() ?? null;
   const elapsed = now ?? Date.now;
   const statements = outboxStatements(qualifiedName(table));

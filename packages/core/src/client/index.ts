@@ -5,6 +5,7 @@
  * makes no semver promise; the types an app writes against (`KeyStorage`, `OutcomeLookup`) are at `@idemkit/core`.
  */
 
+export { checkedNumber } from "../numeric-options.js";
 export type { RetryState } from "../retry.js";
 export {
   abortableDelay,
@@ -13,6 +14,7 @@ export {
   newIdempotencyKey,
   nextRetryDelayMs,
   parseRetryAfterMs,
+  retryPolicyOf,
 } from "../retry.js";
 export type { PressContext, PressOutcome } from "./action-policy.js";
 export { continuedAction, press } from "./action-policy.js";

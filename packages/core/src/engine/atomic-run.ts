@@ -5,6 +5,7 @@
  */
 import { Deadline } from "../deadline.js";
 import { IdempotencyErrorCode, isIdempotencyError, isProcedureTransactionError } from "../errors.js";
+import { isLimited } from "../numeric-options.js";
 import type { AtomicCapability, StoredResponse } from "../store.js";
 import { replacement } from "../store.js";
 import type { Answers, EngineSettings, StoreFailureCode } from "./answers.js";
@@ -157,7 +158,7 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
               `The idempotency store did not answer the claim in time, so the request was not run; retry later.`,
             ),
           );
-          const holdMs = startedAt + transactionTimeoutMs - now();
+          const holdMs = isLimited(transactionTimeoutMs) ? startedAt + transactionTimeoutMs - now() : undefined;
           const claimed = await deadline.race(session.claim({ ...claim, waitMs: waitLeftMs, holdMs }));
           if (claimed.status === "busy") {
             if (atomic.peek) throw new HeldElsewhere();

@@ -14,12 +14,12 @@ import {
   type Action,
   actionFingerprint,
   DEFAULT_LOOKUP_MAX_RUNNING_MS,
-  DEFAULT_RETRY_POLICY,
   formActionStore,
   type KeyStorage,
   knownTab,
   newIdempotencyKey,
   press,
+  retryPolicyOf,
   thisTab,
 } from "@idemkit/core/client";
 import {
@@ -106,7 +106,8 @@ export function useIdempotentActionState<State>(
   const memory = useRef<Action | undefined>(undefined);
   const inFlight = useRef<Action | undefined>(undefined);
   const unmounted = useRef<AbortSignal>(AbortSignal.abort());
-  const policy: RetryPolicy | undefined = retry === false ? undefined : { ...DEFAULT_RETRY_POLICY, ...retry };
+  const policy: RetryPolicy | undefined =
+    retry === false ? undefined : retryPolicyOf(retry, "useIdempotentActionState()");
 
   const kept = useMemo(() => formActionStore(storage, storageKey, memory, knownTab), [storage, storageKey]);
   useEffect(() => kept.hold(`useIdempotentActionState(${storageKey})`), [kept, storageKey]);

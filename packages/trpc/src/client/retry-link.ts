@@ -8,7 +8,13 @@
  */
 import type { RetryPolicy } from "@idemkit/core";
 import { parseIdempotencyKey } from "@idemkit/core";
-import { DEFAULT_RETRY_POLICY, newIdempotencyKey, parseRetryAfterMs, sendWithRetries } from "@idemkit/core/client";
+import {
+  checkedNumber,
+  newIdempotencyKey,
+  parseRetryAfterMs,
+  retryPolicyOf,
+  sendWithRetries,
+} from "@idemkit/core/client";
 import { type Operation, type OperationResultEnvelope, TRPCClientError, type TRPCLink } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import { observable } from "@trpc/server/observable";
@@ -117,7 +123,8 @@ export function idempotencyRetryLink<TRouter extends AnyTRPCRouter>(
   options: IdempotencyRetryLinkOptions = {},
 ): TRPCLink<TRouter> {
   const { retry, clock = REAL_CLOCK, attemptTimeoutMs = DEFAULT_ATTEMPT_TIMEOUT_MS } = options;
-  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...retry };
+  checkedNumber("idempotencyLink()", "attemptTimeoutMs", attemptTimeoutMs, { min: 1, unlimited: true });
+  const policy: RetryPolicy = retryPolicyOf(retry, "idempotencyLink()");
   return () =>
     ({ op, next }) => {
       if (op.type !== "mutation") return next(op);

@@ -54,6 +54,7 @@ export async function placeOrderAction(
       store: withCommitFaults(drizzleStore({ db: (await database()).db })),
       scope: currentUser,
       stores: (state) => (state as CheckoutState).problem === undefined,
+      renderBack: ["sku", "qty"],
     },
   );
   return protectedPlaceOrder(previous, form);
