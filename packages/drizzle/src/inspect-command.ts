@@ -12,8 +12,8 @@ import {
   runCommandLine,
 } from "@idemkit/command-line";
 import { causeChain } from "@idemkit/core/internal";
-import { type PgSchema, pgSchema } from "drizzle-orm/pg-core";
 import { databaseMessageOf, sqlStateOf } from "./driver-errors.js";
+import { type TableName, tableNameOf } from "./table-name.js";
 
 /** What a command reads with: postgres.js's `unsafe`, typed here so that this file needs none of its types. */
 export interface SqlClient {
@@ -23,16 +23,6 @@ export interface SqlClient {
 export type { InspectReport };
 
 type Options = CommandOptions;
-
-/** A table as its option names it. */
-export interface TableName {
-  /** As given: `name`, or `schema.name`. */
-  name: string;
-  /** Quoted for SQL. */
-  sql: string;
-  /** The Drizzle table `make` (`idempotencyKeysTable`, `outboxEventsTable`) builds under this name. */
-  of<TTable>(make: (name: string, schema?: PgSchema) => TTable): TTable;
-}
 
 /** What runs a command, or one of its subcommands, on a postgres.js client. */
 export type SqlRun<TOptions extends Options, TTable extends string> = (
@@ -60,9 +50,6 @@ export interface Args<TOptions extends Options, TTable extends string = "table">
   tables: Record<TTable, TableName>;
 }
 
-/** A table's name, in a schema or not: what is quoted into SQL, so nothing else gets through. */
-const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
-
 /**
  * Runs `spec` with the process's arguments and environment, on PostgreSQL: its tables' options and DATABASE_URL,
  * through postgres.js (an optional peer, loaded only once a database is needed).
@@ -72,10 +59,13 @@ export async function runInspectCommand<TOptions extends Options, TTable extends
 ): Promise<void> {
   const tableOptions = Object.keys(spec.tables) as TTable[];
   const givenTables = (args: CommandArgs<Options>) =>
-    tableOptions.map((option) => [option, String((args.values as Record<string, unknown>)[option])] as const);
+    tableOptions.map(
+      (option) => [option, tableNameOf(option, String((args.values as Record<string, unknown>)[option]))] as const,
+    );
   const withTables = (args: CommandArgs<Options>): Args<TOptions, TTable> => {
-    const tables = Object.fromEntries(givenTables(args).map(([option, name]) => [option, tableNamed(name)]));
-    return { ...(args as CommandArgs<TOptions>), tables: tables as Record<TTable, TableName> };
+    // Only once `check` has refused every name that is not a table's.
+    const tables = Object.fromEntries(givenTables(args)) as Record<TTable, TableName>;
+    return { ...(args as CommandArgs<TOptions>), tables };
   };
   const ran = (run: SqlRun<TOptions, TTable>) => (client: SqlClient, args: CommandArgs<Options>) =>
     run(client, withTables(args));
@@ -92,10 +82,8 @@ export async function runInspectCommand<TOptions extends Options, TTable extends
     },
     urlVariable: "DATABASE_URL",
     check(args) {
-      for (const [option, name] of givenTables(args)) {
-        if (!TABLE_NAME.test(name)) return `--${option} "${name}" is not a table name`;
-      }
-      return spec.check?.(withTables(args));
+      const names = givenTables(args).map(([, name]) => name);
+      return names.find((name): name is string => typeof name === "string") ?? spec.check?.(withTables(args));
     },
     async connect(url) {
       const { default: connect } = await import("postgres").catch((cause: unknown) =>
@@ -106,19 +94,6 @@ export async function runInspectCommand<TOptions extends Options, TTable extends
     },
     failure: (error) => described(error, tableOptions),
   });
-}
-
-/** `name`, already checked against TABLE_NAME, as a command's subcommands use it. */
-function tableNamed(name: string): TableName {
-  const parts = name.split(".");
-  return {
-    name,
-    sql: parts.map((part) => `"${part}"`).join("."),
-    of(make) {
-      const [schema, table] = parts.length === 2 ? parts : [undefined, name];
-      return make(String(table), schema === undefined ? undefined : pgSchema(schema));
-    },
-  };
 }
 
 /** What drivers call a database they could not reach or were let into: said as such, not as a failed query. */

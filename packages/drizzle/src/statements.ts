@@ -82,8 +82,15 @@ export interface Statement {
 /** The table's name as SQL, schema-qualified when it has one, from the table's own config. */
 export function qualifiedName(table: PgTable): string {
   const { name, schema } = getTableConfig(table);
-  const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
-  return schema ? `${quote(schema)}.${quote(name)}` : quote(name);
+  return schema ? `${quoteIdentifier(schema)}.${quoteIdentifier(name)}` : quoteIdentifier(name);
+}
+
+/**
+ * `identifier` as SQL: quoted, any `"` in it doubled, so that it is read as exactly that name (its case kept, as
+ * Drizzle names tables, and a keyword such as `order` read as a name) and never as more SQL.
+ */
+export function quoteIdentifier(identifier: string): string {
+  return `"${identifier.replaceAll('"', '""')}"`;
 }
 
 /**

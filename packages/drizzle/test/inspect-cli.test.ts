@@ -118,7 +118,10 @@ describe("idemkit on PostgreSQL", () => {
       [["erase"], 'unknown command "erase"'],
       [[], "a command is needed: show, list, stats"],
       [["list", "--bogus"], "Unknown option '--bogus'"],
-      [["list", "--table", "a.b.c"], '--table "a.b.c" is not a table name'],
+      [
+        ["list", "--table", "a.b.c"],
+        '--table "a.b.c" is not a table name: give NAME or SCHEMA.NAME, each of letters, digits and _',
+      ],
       [["list", "--limit", "0"], "--limit must be a whole number, 1 or more"],
     ] as const;
     for (const [args, said] of refusals) {

@@ -3,6 +3,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { expectUnreachable, expectUsageError, openPostgres } from "@idemkit/testkit";
+import { pgSchema } from "drizzle-orm/pg-core";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { drizzleStore, idempotencyKeysTable } from "../src/index.js";
 
@@ -46,18 +47,54 @@ it("purges a table of another name with --table, and that table alone", async ()
   ]);
 });
 
+it("purges the table its schema-qualified name names, public or not, and that table alone", async () => {
+  await database.query("create schema archive");
+  for (const table of ["public.cron_keys", "archive.cron_keys"]) {
+    await database.query(`create table ${table} (like idempotency_keys including all)`);
+  }
+  const now = Date.now();
+  const inPublic = drizzleStore({ db: database.db, table: idempotencyKeysTable("cron_keys") });
+  const archived = drizzleStore({ db: database.db, table: idempotencyKeysTable("cron_keys", pgSchema("archive")) });
+  for (const store of [inPublic, archived]) {
+    for (const key of ["expired-a", "expired-b"]) await claimed(store, key, now, -1_000);
+    await claimed(store, "unexpired", now, 60_000);
+  }
+  const keysIn = (table: string) => database.query(`select key from ${table} order by key`);
+
+  const archive = await purge(["--table", "archive.cron_keys", "--json"]);
+  expect([archive.code, JSON.parse(archive.stdout)]).toEqual([0, { deleted: 2 }]);
+  expect(await keysIn("archive.cron_keys")).toEqual([{ key: "unexpired" }]);
+  expect(await keysIn("public.cron_keys")).toEqual([{ key: "expired-a" }, { key: "expired-b" }, { key: "unexpired" }]);
+
+  const publicOne = await purge(["--table", "public.cron_keys"]);
+  expect([publicOne.code, publicOne.stdout]).toEqual([0, "idemkit-purge: deleted 2 expired record(s)\n"]);
+  expect(await keysIn("public.cron_keys")).toEqual([{ key: "unexpired" }]);
+});
+
 it("refuses an unknown option, an operand and a name that is not a table's: exit 2, one line and the usage", async () => {
+  const notATable = (name: string) =>
+    [
+      ["--table", name],
+      `--table "${name}" is not a table name: give NAME or SCHEMA.NAME, each of letters, digits and _`,
+    ] as const;
   const refusals = [
     [["--bogus"], "Unknown option '--bogus'"],
     [["now"], 'unexpected argument "now"'],
-    [
-      ["--table", "keys; drop table idempotency_keys"],
-      '--table "keys; drop table idempotency_keys" is not a table name',
-    ],
+    notATable("keys; drop table idempotency_keys"),
+    notATable("a.b.c"),
+    notATable(".idempotency_keys"),
+    notATable("public."),
+    notATable(""),
+    notATable('"idempotency_keys"'),
+    notATable('public."idempotency_keys"'),
+    // PostgreSQL would cut a 64-character name to 63 and find the table of that shorter name.
+    notATable("k".repeat(64)),
   ] as const;
+  await claimed(drizzleStore({ db: database.db }), "expired-but-refused", Date.now(), -1_000);
   for (const [args, said] of refusals) {
     expectUsageError(await purge([...args]), `idemkit-purge: ${said}`);
   }
+  expect(await database.query("select key from idempotency_keys where key = 'expired-but-refused'")).toHaveLength(1);
 });
 
 it("says in one line, without a stack, that it cannot reach the database: exit 1", async () => {

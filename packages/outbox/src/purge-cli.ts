@@ -24,7 +24,7 @@ Deletes in batches, and prints how many it deleted. Run it from cron, e.g. daily
                            redeliver (its retention plus a margin; 14d is a safe default)
   --batch-size N           rows deleted at a time (default 1000)
   --table NAME             the outbox table (default outbox_events; schema.table for another schema)
-  --processed-table NAME   processOnce's table (default processed_events)
+  --processed-table NAME   processOnce's table (default processed_events; schema.table for another schema)
   --json                   one JSON document instead of lines
 
 AGE is a number and a unit: 90s, 30m, 12h, 14d. Exit codes: 0 done, 1 the database failed, 2 a usage error.

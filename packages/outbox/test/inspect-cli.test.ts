@@ -34,7 +34,8 @@ const CLI = fileURLToPath(new URL("../src/inspect-cli.ts", import.meta.url));
 async function idemkitOutbox(args: string[], url = database.url) {
   const run = promisify(execFile)(
     process.execPath,
-    ["--conditions=@idemkit/source", "--import", "tsx", CLI, ...args, "--table", "cli_events"],
+    // The test's table first, so that a test's own --table, given later, is the one read.
+    ["--conditions=@idemkit/source", "--import", "tsx", CLI, "--table", "cli_events", ...args],
     { env: { ...process.env, DATABASE_URL: url } },
   );
   return run.then(
@@ -67,10 +68,24 @@ describe("idemkit-outbox", () => {
     expect([bare.code, bare.stderr]).toEqual([2, expect.stringContaining("the ids of dead events, or --all")]);
   });
 
-  it("refuses an unknown option and a wrong --limit: exit 2, one line and the usage", async () => {
+  it("reads and requeues the table its schema-qualified name names", async () => {
+    const qualified = ["--table", "public.cli_events", "--json"];
+    const [dead] = JSON.parse((await idemkitOutbox(["dead", ...qualified])).stdout) as Array<{ id: number }>;
+    const requeued = await idemkitOutbox(["requeue", String(dead?.id), ...qualified]);
+    expect([requeued.code, JSON.parse(requeued.stdout)]).toEqual([0, { requeued: [dead?.id] }]);
+    expect(await database.query("select state from cli_events where id = $1", [dead?.id])).toEqual([
+      { state: "pending" },
+    ]);
+  });
+
+  it("refuses an unknown option, a wrong --limit and a wrong --table: exit 2, one line and the usage", async () => {
     const refusals = [
       [["lag", "--bogus"], "Unknown option '--bogus'"],
       [["dead", "--limit", "many"], "--limit must be a whole number, 1 or more"],
+      [
+        ["requeue", "--all", "--table", "public.cli_events.x"],
+        '--table "public.cli_events.x" is not a table name: give NAME or SCHEMA.NAME, each of letters, digits and _',
+      ],
     ] as const;
     for (const [args, said] of refusals) {
       expectUsageError(await idemkitOutbox([...args]), `idemkit-outbox: ${said}`);

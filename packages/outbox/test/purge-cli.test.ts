@@ -87,7 +87,10 @@ it("refuses an unknown option, an age it cannot read and a name that is not a ta
   const refusals = [
     [["--bogus"], "Unknown option '--bogus'"],
     [["--published", "7 days"], '--published "7 days" is not an age such as 30m, 1h or 7d'],
-    [["--processed-table", "x y", "--processed", "1d"], '--processed-table "x y" is not a table name'],
+    [
+      ["--processed-table", "x y", "--processed", "1d"],
+      '--processed-table "x y" is not a table name: give NAME or SCHEMA.NAME, each of letters, digits and _',
+    ],
   ] as const;
   for (const [args, said] of refusals) {
     expectUsageError(await purge([...args]), `idemkit-outbox-purge: ${said}`);
