@@ -26,9 +26,11 @@ import {
   showReport,
   statsReport,
 } from "@idemkit/command-line";
+import { isIdempotencyError } from "@idemkit/core";
 import { RecordState } from "@idemkit/core/store";
 import { keyOf, namesIn, num, PARTITION_KEY, recordKeyOf, recordOfItem, scanPages, str } from "./items.js";
 import { dynamoStore } from "./store.js";
+import { tableProblemOf } from "./table.js";
 
 const USAGE = `usage: DYNAMODB_TABLE=… idemkit-dynamodb <command> [options]
 
@@ -121,8 +123,14 @@ await runCommandLine({
     return { client: { client, tableName }, close: async () => client.destroy() };
   },
   failure(error) {
-    const { name, code, message } = error as { name?: string; code?: string; message?: string };
-    if (name === "ResourceNotFoundException") return `no table named by DYNAMODB_TABLE in this region (${message})`;
+    // The store refuses a table it cannot use with DynamoDB's own error as the cause: said as the commands say it.
+    const failed = isIdempotencyError(error) ? error.cause : error;
+    const { name, code, message } = failed as { name?: string; code?: string; message?: string };
+    const problem = tableProblemOf(failed);
+    if (problem === "missing") return `no table named by DYNAMODB_TABLE in this region (${message})`;
+    if (problem === "keyed otherwise") {
+      return `the table named by DYNAMODB_TABLE is keyed otherwise; the store's has its partition key ${PARTITION_KEY} alone (${message})`;
+    }
     if (name === "CredentialsProviderError") return `no AWS credentials: ${message}`;
     if (code === "ECONNREFUSED" || code === "ENOTFOUND" || name === "TimeoutError" || /connect/i.test(message ?? "")) {
       return `cannot reach DynamoDB (${code ?? name ?? message})`;

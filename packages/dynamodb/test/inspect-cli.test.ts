@@ -5,6 +5,7 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { CreateTableCommand } from "@aws-sdk/client-dynamodb";
 import { encryptedStore } from "@idemkit/core";
 import { expectUnreachable, expectUsageError } from "@idemkit/testkit";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -113,14 +114,36 @@ describe("idemkit-dynamodb", () => {
     );
   });
 
-  it("says in one line, without a stack, that it cannot reach DynamoDB or find the table: exit 1", async () => {
+  it("says in one line, without a stack, that it cannot reach DynamoDB, find the table or use it as keyed: exit 1", async () => {
     const away = await idemkitDynamo(["stats"], { AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:1" });
     expectUnreachable(away, /^idemkit-dynamodb: cannot reach DynamoDB/);
-    const noTable = await idemkitDynamo(["stats"], { DYNAMODB_TABLE: "no-such-table" });
-    expect([noTable.code, noTable.stderr.trim()]).toEqual([
-      1,
-      expect.stringMatching(/^idemkit-dynamodb: no table named by DYNAMODB_TABLE/),
-    ]);
+    // `show --body` reads through the store, which refuses such a table as misconfigured: said the same way.
+    for (const args of [["stats"], ["show", "done", ...on, "--body"]]) {
+      const noTable = await idemkitDynamo(args, { DYNAMODB_TABLE: "no-such-table" });
+      expect([noTable.code, noTable.stderr.trim()]).toEqual([
+        1,
+        expect.stringMatching(/^idemkit-dynamodb: no table named by DYNAMODB_TABLE/),
+      ]);
+    }
+    const keyedById = `${dynamo.tableName}-keyed-by-id`;
+    await dynamo.client.send(
+      new CreateTableCommand({
+        TableName: keyedById,
+        AttributeDefinitions: [{ AttributeName: "id", AttributeType: "S" }],
+        KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
+        BillingMode: "PAY_PER_REQUEST",
+      }),
+    );
+    for (const args of [
+      ["show", "done", ...on],
+      ["show", "done", ...on, "--body"],
+    ]) {
+      const otherKey = await idemkitDynamo(args, { DYNAMODB_TABLE: keyedById });
+      expect([otherKey.code, otherKey.stderr.trim()]).toEqual([
+        1,
+        expect.stringMatching(/^idemkit-dynamodb: the table named by DYNAMODB_TABLE is keyed otherwise; .* pk alone/),
+      ]);
+    }
   });
 
   it("refuses a show without its scope, an unknown option, no command and no table: exit 2, one line and the usage", async () => {
