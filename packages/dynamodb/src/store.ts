@@ -61,8 +61,9 @@ export interface DynamoStoreOptions {
   /**
    * The app's `DynamoDBClient` from `@aws-sdk/client-dynamodb` (v3). The engine answers 503 after its
    * `storeTimeoutMs` (5 s) whatever the client does; keep the client's attempts inside it (`maxAttempts: 2` with
-   * `requestHandler: { requestTimeout: 1_500 }`), as a claim the SDK sends again later may still land, and then
-   * holds the key until its lease ends.
+   * `requestHandler: { requestTimeout: 1_500, throwOnRequestTimeout: true }`), as a claim the SDK sends again later
+   * may still land, and then holds the key until its lease ends. The store does not end a request itself: without
+   * `throwOnRequestTimeout` (the SDK only warns at `requestTimeout`) one that is never answered keeps its socket.
    */
   client: DynamoDBClient;
   /** The table, made as `tableDefinition` says (its partition key `pk`, a string; TTL on the `ttl` attribute). */

@@ -3,6 +3,7 @@
  * exit codes a script reads.
  */
 import { execFile } from "node:child_process";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { CreateTableCommand } from "@aws-sdk/client-dynamodb";
@@ -49,20 +50,28 @@ beforeAll(async () => {
 });
 
 const CLI = fileURLToPath(new URL("../src/inspect-cli.ts", import.meta.url));
-async function idemkitDynamo(args: string[], env: Record<string, string> = {}) {
-  const run = promisify(execFile)(process.execPath, ["--conditions=@idemkit/source", "--import", "tsx", CLI, ...args], {
-    env: {
-      ...process.env,
-      DYNAMODB_TABLE: dynamo.tableName,
-      AWS_ENDPOINT_URL_DYNAMODB: dynamo.server.endpoint,
-      AWS_REGION: "us-east-1",
-      AWS_ACCESS_KEY_ID: "idemkit",
-      AWS_SECRET_ACCESS_KEY: "idemkit",
-      // Node 20 is past its end of life: the SDK says so on stderr, which an operator on Node 20 sees too.
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-      ...env,
+/** The same command with its requests bounded at 300 ms. */
+const BOUNDED_CLI = fileURLToPath(new URL("./bounded-cli.ts", import.meta.url));
+async function idemkitDynamo(args: string[], env: Record<string, string> = {}, script = CLI) {
+  const run = promisify(execFile)(
+    process.execPath,
+    ["--conditions=@idemkit/source", "--import", "tsx", script, ...args],
+    {
+      // A command that hangs is killed, and fails the test on its exit code.
+      timeout: 20_000,
+      env: {
+        ...process.env,
+        DYNAMODB_TABLE: dynamo.tableName,
+        AWS_ENDPOINT_URL_DYNAMODB: dynamo.server.endpoint,
+        AWS_REGION: "us-east-1",
+        AWS_ACCESS_KEY_ID: "idemkit",
+        AWS_SECRET_ACCESS_KEY: "idemkit",
+        // Node 20 is past its end of life: the SDK says so on stderr, which an operator on Node 20 sees too.
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+        ...env,
+      },
     },
-  });
+  );
   return run.then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (error: { code: number; stdout: string; stderr: string }) => error,
@@ -143,6 +152,23 @@ describe("idemkit-dynamodb", () => {
         1,
         expect.stringMatching(/^idemkit-dynamodb: the table named by DYNAMODB_TABLE is keyed otherwise; .* pk alone/),
       ]);
+    }
+  });
+
+  it("gives up on a DynamoDB that takes the connection and never answers: exit 1, one line", async () => {
+    const held: Socket[] = [];
+    const silent = createServer((socket) => void held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const endpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      for (const args of [["stats"], ["list"], ["show", "done", ...on]]) {
+        const hung = await idemkitDynamo(args, { AWS_ENDPOINT_URL_DYNAMODB: endpoint }, BOUNDED_CLI);
+        expectUnreachable(hung, /^idemkit-dynamodb: DynamoDB did not answer within 0\.3 s$/);
+      }
+      expect(held).toHaveLength(3);
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 
