@@ -125,6 +125,10 @@ export function runDynamoCommand({ requestTimeoutMs = 10_000 }: DynamoCommandOpt
     urlVariable: "DYNAMODB_TABLE",
     check: (args) => recordArgsProblem(args, "partition key"),
     async connect(tableName) {
+      // On Node 20 the SDK warns, once a process, that its releases from January 2027 need Node 22: nine lines for
+      // an app's log, not for a command whose output is one line a script reads. This variable is the SDK's own
+      // switch for it (aws/aws-sdk-js-v3#7983), read as a client is made; an operator's own setting is kept.
+      process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
       // One attempt, bounded: an endpoint that is unreachable, or takes the connection and never answers, is an
       // answer, not a wait. The SDK's requestTimeout alone only warns: throwOnRequestTimeout makes it end the request.
       const client = new DynamoDBClient({
