@@ -11,10 +11,11 @@ import { env } from "./env";
 import { authedProcedure, scope } from "./trpc";
 
 // Region and credentials from the environment, as on Lambda. Two attempts of 1.5 s at most: all of them end inside
-// the engine's storeTimeoutMs (5 s), so no claim lands after the call was answered 503, "not run".
+// the engine's storeTimeoutMs (5 s), so no claim lands after the call was answered 503, "not run". Without
+// throwOnRequestTimeout the SDK only logs a warning at requestTimeout and goes on waiting.
 const client = new DynamoDBClient({
   maxAttempts: 2,
-  requestHandler: { connectionTimeout: 500, requestTimeout: 1_500 },
+  requestHandler: { connectionTimeout: 500, requestTimeout: 1_500, throwOnRequestTimeout: true },
 });
 
 export const awsProcedure = authedProcedure.use(

@@ -23,7 +23,16 @@ import {
   PutItemCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import type { ClaimRequest, ClaimResult, LeaseStore, RecordId, StoredRecord, StoredResponse } from "@idemkit/core";
+import {
+  type ClaimRequest,
+  type ClaimResult,
+  IdempotencyError,
+  IdempotencyErrorCode,
+  type LeaseStore,
+  type RecordId,
+  type StoredRecord,
+  type StoredResponse,
+} from "@idemkit/core";
 import { RecordState, replacement } from "@idemkit/core/store";
 import {
   bodyOfParts,
@@ -45,14 +54,16 @@ import {
   ttlOf,
 } from "./items.js";
 import { purgeExpiredItems } from "./purge.js";
+import { tableProblemOf } from "./table.js";
 
 /** What `dynamoStore` takes: a client, and the table its records go to. */
 export interface DynamoStoreOptions {
   /**
    * The app's `DynamoDBClient` from `@aws-sdk/client-dynamodb` (v3). The engine answers 503 after its
    * `storeTimeoutMs` (5 s) whatever the client does; keep the client's attempts inside it (`maxAttempts: 2` with
-   * `requestHandler: { requestTimeout: 1_500 }`), as a claim the SDK sends again later may still land, and then
-   * holds the key until its lease ends.
+   * `requestHandler: { requestTimeout: 1_500, throwOnRequestTimeout: true }`), as a claim the SDK sends again later
+   * may still land, and then holds the key until its lease ends. The store does not end a request itself: without
+   * `throwOnRequestTimeout` (the SDK only warns at `requestTimeout`) one that is never answered keeps its socket.
    */
   client: DynamoDBClient;
   /** The table, made as `tableDefinition` says (its partition key `pk`, a string; TTL on the `ttl` attribute). */
@@ -75,6 +86,28 @@ const CLAIMABLE =
   "OR (#state = :running AND #lease <= :now AND #fingerprint = :fingerprint)) " +
   "AND (attribute_not_exists(#fence) OR #fence < :fence)";
 
+/**
+ * `error` as the engine should answer it: a table that is missing or keyed otherwise is its operator's to fix, not
+ * DynamoDB away, so it is refused as STORE_MISCONFIGURED (a 500 that clients do not retry for nothing, its detail
+ * logged once by the engine and never sent), saying what is wrong and how to make the table. Any other error as it is.
+ */
+function explained(error: unknown, tableName: string): unknown {
+  const problem = tableProblemOf(error);
+  if (!problem) return error;
+  const said = `${(error as Error).name}: ${(error as Error).message}`;
+  const wrong =
+    problem === "missing"
+      ? `is not there in the client's region (${said})`
+      : `is keyed otherwise (${said}); the store needs its partition key ${PARTITION_KEY}, a string, alone`;
+  return new IdempotencyError(
+    IdempotencyErrorCode.STORE_MISCONFIGURED,
+    `dynamoStore: the DynamoDB table ${tableName} ${wrong}. Make the table as tableDefinition says (createTable for a ` +
+      "first try; CloudFormation and Terraform samples in the guide to stores), and give dynamoStore its name and the " +
+      "client its region.",
+    { cause: error },
+  );
+}
+
 /** How often a claim tries again when the item changed between its write and its read (rare: a race lost twice). */
 const CLAIM_ATTEMPTS = 5;
 
@@ -85,10 +118,17 @@ const CLAIM_ATTEMPTS = 5;
 export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseStore {
   if (!tableName) throw new TypeError("dynamoStore needs the table's name: dynamoStore({ client, tableName }).");
 
+  /** What a request to the table came to; a table the store cannot use said as such (`explained`). */
+  function sent<T>(request: Promise<T>): Promise<T> {
+    return request.catch((error: unknown) => {
+      throw explained(error, tableName);
+    });
+  }
+
   /** The item under `partitionKey`, read strongly consistent: what it says decides a claim. */
   async function read(partitionKey: string): Promise<Item | undefined> {
-    const { Item: item } = await client.send(
-      new GetItemCommand({ TableName: tableName, Key: keyOf(partitionKey), ConsistentRead: true }),
+    const { Item: item } = await sent(
+      client.send(new GetItemCommand({ TableName: tableName, Key: keyOf(partitionKey), ConsistentRead: true })),
     );
     return item;
   }
@@ -125,28 +165,30 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
     claim: string,
   ): Promise<{ won: true; old: Item | undefined } | { won: false; item: Item | undefined }> {
     try {
-      const { Attributes: old } = await client.send(
-        new UpdateItemCommand({
-          TableName: tableName,
-          Key: keyOf(recordKey),
-          UpdateExpression: CLAIM,
-          ConditionExpression: CLAIMABLE,
-          ExpressionAttributeNames: namesIn(CLAIM, CLAIMABLE),
-          ExpressionAttributeValues: {
-            ":running": str(RecordState.IN_PROGRESS),
-            ":completed": str(RecordState.COMPLETED),
-            ":released": str(RELEASED),
-            ":fingerprint": str(request.fingerprint),
-            ":fence": num(fence),
-            ":lease": num(request.leaseExpiresAt),
-            ":expires": num(request.expiresAt),
-            ":ttl": ttlOf(Math.max(request.leaseExpiresAt, request.expiresAt)),
-            ":now": num(request.now),
-            ":claim": str(claim),
-          },
-          ReturnValues: "ALL_OLD",
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-        }),
+      const { Attributes: old } = await sent(
+        client.send(
+          new UpdateItemCommand({
+            TableName: tableName,
+            Key: keyOf(recordKey),
+            UpdateExpression: CLAIM,
+            ConditionExpression: CLAIMABLE,
+            ExpressionAttributeNames: namesIn(CLAIM, CLAIMABLE),
+            ExpressionAttributeValues: {
+              ":running": str(RecordState.IN_PROGRESS),
+              ":completed": str(RecordState.COMPLETED),
+              ":released": str(RELEASED),
+              ":fingerprint": str(request.fingerprint),
+              ":fence": num(fence),
+              ":lease": num(request.leaseExpiresAt),
+              ":expires": num(request.expiresAt),
+              ":ttl": ttlOf(Math.max(request.leaseExpiresAt, request.expiresAt)),
+              ":now": num(request.now),
+              ":claim": str(claim),
+            },
+            ReturnValues: "ALL_OLD",
+            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+          }),
+        ),
       );
       return { won: true, old };
     } catch (error) {
@@ -169,16 +211,18 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
   ): Promise<boolean> {
     const fenced = `#state = :running AND #fence = :fence${condition}`;
     try {
-      await client.send(
-        new UpdateItemCommand({
-          TableName: tableName,
-          Key: keyOf(recordKeyOf(id)),
-          UpdateExpression: update,
-          ConditionExpression: fenced,
-          ExpressionAttributeNames: namesIn(update, fenced),
-          ExpressionAttributeValues: { ...values, ":running": str(RecordState.IN_PROGRESS), ":fence": num(fence) },
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-        }),
+      await sent(
+        client.send(
+          new UpdateItemCommand({
+            TableName: tableName,
+            Key: keyOf(recordKeyOf(id)),
+            UpdateExpression: update,
+            ConditionExpression: fenced,
+            ExpressionAttributeNames: namesIn(update, fenced),
+            ExpressionAttributeValues: { ...values, ":running": str(RecordState.IN_PROGRESS), ":fence": num(fence) },
+            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+          }),
+        ),
       );
       return true;
     } catch (error) {
@@ -219,16 +263,18 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
       const parts = partsOf(response.body);
       // The parts first, under this fence: the record points at them only once the fenced write below succeeds.
       await boundedly(parts, (chunk, index) =>
-        client.send(
-          new PutItemCommand({
-            TableName: tableName,
-            Item: {
-              [PARTITION_KEY]: str(partKeyOf(recordKey, fence, index)),
-              chunk: { B: chunk },
-              expires: num(expiresAt + PARTS_OUTLAST_MS),
-              ttl: ttlOf(expiresAt + PARTS_OUTLAST_MS),
-            },
-          }),
+        sent(
+          client.send(
+            new PutItemCommand({
+              TableName: tableName,
+              Item: {
+                [PARTITION_KEY]: str(partKeyOf(recordKey, fence, index)),
+                chunk: { B: chunk },
+                expires: num(expiresAt + PARTS_OUTLAST_MS),
+                ttl: ttlOf(expiresAt + PARTS_OUTLAST_MS),
+              },
+            }),
+          ),
         ),
       );
       const answer = parts.length > 0 ? "#parts = :parts" : "#body = :body";
@@ -279,7 +325,7 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
      * by the engine's clock (a test's clock, or a table kept small), scanning `batchSize` items a page.
      */
     purgeExpired({ now, batchSize = 1_000 }: { now: number; batchSize?: number }): Promise<number> {
-      return purgeExpiredItems(client, tableName, now, batchSize);
+      return sent(purgeExpiredItems(client, tableName, now, batchSize));
     },
   };
 }

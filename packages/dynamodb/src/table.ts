@@ -1,7 +1,8 @@
 /**
  * The table the store keeps its records in: one partition key, on-demand billing, and Time to Live on the `ttl`
  * attribute, so DynamoDB deletes ended records itself. `tableDefinition` is the definition to give your
- * infrastructure tool; `createTable` makes it, for tests and scripts.
+ * infrastructure tool; `createTable` makes it, for tests and scripts; `tableProblemOf` reads DynamoDB's refusal of a
+ * table that is not that one.
  */
 import {
   CreateTableCommand,
@@ -24,6 +25,21 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
     KeySchema: [{ AttributeName: PARTITION_KEY, KeyType: "HASH" }],
     BillingMode: "PAY_PER_REQUEST",
   };
+}
+
+/**
+ * How DynamoDB says that a request's table is not one the store can use, as the store and `idemkit-dynamodb` read it:
+ * `missing` when there is no such table (never made, in another region, or not made yet), `keyed otherwise` when its
+ * key is not `pk` alone (DynamoDB refuses every item call that names another key). Undefined for any other failure.
+ */
+export function tableProblemOf(error: unknown): "missing" | "keyed otherwise" | undefined {
+  if (!(error instanceof Error)) return undefined;
+  if (error.name === "ResourceNotFoundException") return "missing";
+  // DynamoDB's ValidationException covers many mistakes; only this one is about the table's key.
+  if (error.name === "ValidationException" && /key element does not match the schema/i.test(error.message)) {
+    return "keyed otherwise";
+  }
+  return undefined;
 }
 
 /** What `createTable` does besides making the table. */

@@ -3,8 +3,10 @@
  * exit codes a script reads.
  */
 import { execFile } from "node:child_process";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { CreateTableCommand } from "@aws-sdk/client-dynamodb";
 import { encryptedStore } from "@idemkit/core";
 import { expectUnreachable, expectUsageError } from "@idemkit/testkit";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -48,20 +50,28 @@ beforeAll(async () => {
 });
 
 const CLI = fileURLToPath(new URL("../src/inspect-cli.ts", import.meta.url));
-async function idemkitDynamo(args: string[], env: Record<string, string> = {}) {
-  const run = promisify(execFile)(process.execPath, ["--conditions=@idemkit/source", "--import", "tsx", CLI, ...args], {
-    env: {
-      ...process.env,
-      DYNAMODB_TABLE: dynamo.tableName,
-      AWS_ENDPOINT_URL_DYNAMODB: dynamo.server.endpoint,
-      AWS_REGION: "us-east-1",
-      AWS_ACCESS_KEY_ID: "idemkit",
-      AWS_SECRET_ACCESS_KEY: "idemkit",
-      // Node 20 is past its end of life: the SDK says so on stderr, which an operator on Node 20 sees too.
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-      ...env,
+/** The same command with its requests bounded at 300 ms. */
+const BOUNDED_CLI = fileURLToPath(new URL("./bounded-cli.ts", import.meta.url));
+async function idemkitDynamo(args: string[], env: Record<string, string> = {}, script = CLI) {
+  const run = promisify(execFile)(
+    process.execPath,
+    ["--conditions=@idemkit/source", "--import", "tsx", script, ...args],
+    {
+      // A command that hangs is killed, and fails the test on its exit code.
+      timeout: 20_000,
+      env: {
+        ...process.env,
+        DYNAMODB_TABLE: dynamo.tableName,
+        AWS_ENDPOINT_URL_DYNAMODB: dynamo.server.endpoint,
+        AWS_REGION: "us-east-1",
+        AWS_ACCESS_KEY_ID: "idemkit",
+        AWS_SECRET_ACCESS_KEY: "idemkit",
+        // Run as an operator runs it: without the SDK's switch that the tests' own clients set (tables.ts).
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: undefined,
+        ...env,
+      },
     },
-  });
+  );
   return run.then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (error: { code: number; stdout: string; stderr: string }) => error,
@@ -113,14 +123,63 @@ describe("idemkit-dynamodb", () => {
     );
   });
 
-  it("says in one line, without a stack, that it cannot reach DynamoDB or find the table: exit 1", async () => {
+  it("prints its own output alone: no warning of the AWS SDK's about this Node.js version", async () => {
+    const counted = await idemkitDynamo(["stats"]);
+    expect(counted).toEqual({ code: 0, stdout: expect.any(String), stderr: "" });
+    expect(counted.stdout.split("\n")).toEqual([
+      expect.stringMatching(/^records the table holds /),
+      "succeeded 3  refused4xx 0  failed5xx 0  running 1  stuck 1",
+      "",
+    ]);
+  });
+
+  it("says in one line, without a stack, that it cannot reach DynamoDB, find the table or use it as keyed: exit 1", async () => {
     const away = await idemkitDynamo(["stats"], { AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:1" });
     expectUnreachable(away, /^idemkit-dynamodb: cannot reach DynamoDB/);
-    const noTable = await idemkitDynamo(["stats"], { DYNAMODB_TABLE: "no-such-table" });
-    expect([noTable.code, noTable.stderr.trim()]).toEqual([
-      1,
-      expect.stringMatching(/^idemkit-dynamodb: no table named by DYNAMODB_TABLE/),
-    ]);
+    // `show --body` reads through the store, which refuses such a table as misconfigured: said the same way.
+    for (const args of [["stats"], ["show", "done", ...on, "--body"]]) {
+      const noTable = await idemkitDynamo(args, { DYNAMODB_TABLE: "no-such-table" });
+      expect([noTable.code, noTable.stderr.trim()]).toEqual([
+        1,
+        expect.stringMatching(/^idemkit-dynamodb: no table named by DYNAMODB_TABLE/),
+      ]);
+    }
+    const keyedById = `${dynamo.tableName}-keyed-by-id`;
+    await dynamo.client.send(
+      new CreateTableCommand({
+        TableName: keyedById,
+        AttributeDefinitions: [{ AttributeName: "id", AttributeType: "S" }],
+        KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
+        BillingMode: "PAY_PER_REQUEST",
+      }),
+    );
+    for (const args of [
+      ["show", "done", ...on],
+      ["show", "done", ...on, "--body"],
+    ]) {
+      const otherKey = await idemkitDynamo(args, { DYNAMODB_TABLE: keyedById });
+      expect([otherKey.code, otherKey.stderr.trim()]).toEqual([
+        1,
+        expect.stringMatching(/^idemkit-dynamodb: the table named by DYNAMODB_TABLE is keyed otherwise; .* pk alone/),
+      ]);
+    }
+  });
+
+  it("gives up on a DynamoDB that takes the connection and never answers: exit 1, one line", async () => {
+    const held: Socket[] = [];
+    const silent = createServer((socket) => void held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const endpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      for (const args of [["stats"], ["list"], ["show", "done", ...on]]) {
+        const hung = await idemkitDynamo(args, { AWS_ENDPOINT_URL_DYNAMODB: endpoint }, BOUNDED_CLI);
+        expectUnreachable(hung, /^idemkit-dynamodb: DynamoDB did not answer within 0\.3 s$/);
+      }
+      expect(held).toHaveLength(3);
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it("refuses a show without its scope, an unknown option, no command and no table: exit 2, one line and the usage", async () => {

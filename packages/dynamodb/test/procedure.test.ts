@@ -1,7 +1,8 @@
+import { CreateTableCommand } from "@aws-sdk/client-dynamodb";
 import { withIdempotency } from "@idemkit/core/fetch";
 import { gate, serveFetch, startFaultProxy } from "@idemkit/testkit";
 import { idempotency } from "@idemkit/trpc";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { dynamoStore } from "../src/index.js";
 import { charge, shop } from "./shop.js";
 import { clientOf, dynamoForThisFile, freshTable, startDynamo } from "./tables.js";
@@ -101,6 +102,55 @@ describe("a lease-mode procedure on dynamoStore", () => {
         mode: "atomic",
       }),
     ).toThrow(/no atomic mode; use mode: 'lease'/);
+  });
+});
+
+// A table never made (or made in another region), or made with another key: the operator's to fix, so clients are
+// told it will not help to come back (not a 503 they would retry for nothing), and the log says what to do, once.
+describe("dynamoStore on a table it cannot use", () => {
+  const tables = {
+    "a table that does not exist": async () => `${dynamo.tableName}-never-made`,
+    "a table keyed on another attribute": async () => {
+      const TableName = `${dynamo.tableName}-keyed-by-id`;
+      await dynamo.client.send(
+        new CreateTableCommand({
+          TableName,
+          AttributeDefinitions: [{ AttributeName: "id", AttributeType: "S" }],
+          KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
+          BillingMode: "PAY_PER_REQUEST",
+        }),
+      );
+      return TableName;
+    },
+  };
+  it.each([
+    ["a table that does not exist", /table \S+-never-made is not there in the client's region .*tableDefinition/],
+    [
+      "a table keyed on another attribute",
+      /table \S+-keyed-by-id is keyed otherwise .*partition key pk, a string, alone/,
+    ],
+  ] as const)("answers 500 STORE_MISCONFIGURED on %s, logs why once, and never runs the charge", async (which, why) => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const app = shop(dynamo.client, await tables[which]());
+    const served = await serveFetch(app.handler);
+    try {
+      for (const key of [globalThis.crypto.randomUUID(), globalThis.crypto.randomUUID()]) {
+        const refused = await charge(served.url, 400, key);
+        expect(refused).toMatchObject({ status: 500, retryAfter: null });
+        expect(refused.body.error.data.idempotency).toEqual({
+          code: "STORE_MISCONFIGURED",
+          retryable: false,
+          retryAfterMs: null,
+        });
+        expect(refused.body.error.message).not.toContain(dynamo.tableName);
+      }
+      expect(app.charges).toEqual([]);
+      expect(logged).toHaveBeenCalledTimes(1);
+      expect(String(logged.mock.calls[0]?.[0])).toMatch(why);
+    } finally {
+      logged.mockRestore();
+      await served.close();
+    }
   });
 });
 

@@ -4,7 +4,7 @@
  * provider was asked to do; `answerBytes` makes the answer that large, to store it in parts.
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { idempotency } from "@idemkit/trpc";
+import { idempotency, idempotencyErrorData } from "@idemkit/trpc";
 import { initTRPC } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { dynamoStore } from "../src/index.js";
@@ -26,7 +26,13 @@ export interface ShopOptions {
 
 export function shop(client: DynamoDBClient, tableName: string, { hold, ...middleware }: ShopOptions = {}) {
   const charges: string[] = [];
-  const t = initTRPC.context<Context>().create();
+  // As the guide sets tRPC up: a refusal's code and whether to retry reach the client in `data.idempotency`.
+  const t = initTRPC.context<Context>().create({
+    errorFormatter: ({ shape, error }) => ({
+      ...shape,
+      data: { ...shape.data, idempotency: idempotencyErrorData(error) },
+    }),
+  });
   const charge = t.procedure
     .use(idempotency({ store: dynamoStore({ client, tableName }), scope: ({ ctx }) => ctx.userId, ...middleware }))
     .input((input) => input as { cents: number; answerBytes?: number })
