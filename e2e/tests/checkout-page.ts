@@ -47,7 +47,7 @@ export async function ordersOf(request: APIRequestContext): Promise<PlacedOrder[
 /** Arms the demo's fault switches for this page's user (see apps/web/src/server/faults.ts). */
 export async function armFaults(
   request: APIRequestContext,
-  plan: { failBeforeCommit?: number; slowMs?: number; loseCommitAnswer?: number },
+  plan: { failBeforeCommit?: number; slowMs?: number; loseCommitAnswer?: number; failCompletions?: number },
 ): Promise<void> {
   const response = await request.post("/api/faults", { data: plan });
   expect(response.status()).toBe(200);

@@ -104,6 +104,27 @@ test.describe("without JavaScript, a refusal keeps the order", () => {
     expect(orders[0]?.items).toMatchObject([{ qty: 3 }]);
   });
 
+  test("a lease-mode payment whose answer could not be recorded is said to have maybe gone through, and the press it asks for only checks: one charge, and its receipt", async ({
+    page,
+  }) => {
+    const payNow = page.getByRole("button", { name: "Pay now" });
+    await page.goto("/actions/express");
+    // The payment is made, and the store fails each time the engine tries to keep its answer while the user waits.
+    await armFaults(page.request, { failCompletions: 3 });
+    await payNow.click();
+    await expect(page.getByRole("alert")).toHaveText(
+      "This was received and may have gone through, but it could not be confirmed just now. Press the button again " +
+        "in a moment to check how it ended: that only checks, and sends nothing twice.",
+    );
+    expect(await ordersOf(page.request)).toHaveLength(1);
+    // The press the page asks for, as often as it asks: each is a check of the same key, never a second payment.
+    await expect(async () => {
+      await payNow.click();
+      await expect(receipt(page)).toHaveText(/^Paid, order #\d+\.$/, { timeout: 2_000 });
+    }).toPass({ timeout: 20_000 });
+    expect(await ordersOf(page.request)).toHaveLength(1);
+  });
+
   test("an order whose outcome is unknown is said so, and sending the form again finds it: one order, and its receipt", async ({
     page,
   }) => {

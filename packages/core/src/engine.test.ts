@@ -359,25 +359,58 @@ describe("the engine keeping a running lease", () => {
   });
 
   it("tries again to store a result the store failed to take, and never answers 'not run' for work that ran", async () => {
-    for (const failures of [2, 3]) {
-      const store = memoryStore();
-      let failed = 0;
-      const flaky: IdempotencyStore = {
-        ...store,
-        complete: (...args) =>
-          failed++ < failures ? Promise.reject(new Error("connection reset")) : store.complete(...args),
-      };
-      const { engine, types } = engineOver(flaky);
-      const outcome = codeOf(engine.run({ ...request, key: `k-${failures}` }, ok('"paid"')));
-      await vi.advanceTimersByTimeAsync(1_000);
-      if (failures === 2) {
-        expect(await outcome).toBeUndefined();
-        expect(types()).toEqual(["executed"]);
-      } else {
-        expect(await outcome).toBe("RESULT_NOT_STORED");
-        expect(types()).toEqual(["result_not_stored"]);
-      }
-    }
+    const store = memoryStore();
+    let failed = 0;
+    const flaky: IdempotencyStore = {
+      ...store,
+      complete: (...args) => (failed++ < 2 ? Promise.reject(new Error("connection reset")) : store.complete(...args)),
+    };
+    const { engine, types } = engineOver(flaky);
+    const outcome = codeOf(engine.run(request, ok('"paid"')));
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await outcome).toBeUndefined();
+    expect(types()).toEqual(["executed"]);
+  });
+
+  it("answers RAN_UNRECORDED when the store keeps failing, then stores the answer while it holds the lease: the resend replays", async () => {
+    const store = memoryStore();
+    let failures = 3;
+    const flaky: IdempotencyStore = {
+      ...store,
+      complete: (...args) => (failures-- > 0 ? Promise.reject(new Error("connection reset")) : store.complete(...args)),
+    };
+    const { engine, types } = engineOver(flaky);
+    let charges = 0;
+    const charge = async () => {
+      charges++;
+      return { value: '"paid"', response: { status: 200, body: '"paid"' } };
+    };
+    const first = engine.run(request, charge).catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(600);
+    const answer = await first;
+    expect(answer).toMatchObject({ code: "RAN_UNRECORDED", retryable: false, resend: "check" });
+    // The call still holds its key while its answer is being stored: a resend is told to come back.
+    expect(await codeOf(engine.run(request, charge))).toBe("IN_PROGRESS");
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await engine.run(request, charge)).toMatchObject({ replayed: true, response: { body: '"paid"' } });
+    expect(charges).toBe(1);
+    expect(types()).toEqual(["ran_unrecorded", "conflict", "executed", "replayed"]);
+  });
+
+  it("lets the key go only when its lease ends with the answer still unrecorded", async () => {
+    const store = memoryStore();
+    const down: IdempotencyStore = {
+      ...store,
+      complete: () => Promise.reject(new Error("connection reset")),
+      renew: () => Promise.reject(new Error("connection reset")),
+    };
+    const { engine } = engineOver(down);
+    const first = engine.run(request, ok('"paid"')).catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(600);
+    expect(await first).toMatchObject({ code: "RAN_UNRECORDED" });
+    await vi.advanceTimersByTimeAsync(1_000);
+    // Past the lease (1 s here) nothing is running: the background attempts stopped, and left no timer behind.
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
 

@@ -30,7 +30,7 @@ import {
   type RunResult,
   type Settlement,
 } from "./engine/types.js";
-import { UNSTORABLE, UnstorableAnswer, unstorableSettlement } from "./engine/unstorable.js";
+import { rolledBack, UNSTORABLE, UnstorableAnswer, unstorableSettlement } from "./engine/unstorable.js";
 import { Patience } from "./engine/waiting.js";
 import { IdempotencyErrorCode } from "./errors.js";
 import { checkIdentity } from "./key.js";
@@ -144,7 +144,7 @@ export function createIdempotencyEngine<Tx>({
           );
           // The answer could not be stored: the refusal kept in its place is this call's answer too.
           if (!result.replayed && result.value === UNSTORABLE)
-            throw refusalKept(IdempotencyErrorCode.RESULT_NOT_STORABLE);
+            throw refusalKept(IdempotencyErrorCode.RAN_WITHOUT_ANSWER);
           return result;
         })
         .catch((error: unknown) => {
@@ -166,7 +166,7 @@ export function createIdempotencyEngine<Tx>({
     try {
       settlement = await execute(execution);
     } catch (error) {
-      if (error instanceof UnstorableAnswer) return unstorableSettlement(request, error.error, log);
+      if (error instanceof UnstorableAnswer) return unstorable(request, error.error);
       throw error;
     }
     if (!redact || settlement.response === undefined) return settlement;
@@ -177,8 +177,14 @@ export function createIdempotencyEngine<Tx>({
       if (typeof kept !== "string") throw new TypeError(`redact returned ${typeof kept}, not the body to keep.`);
       return { ...settlement, response: { status, body: kept } };
     } catch (error) {
-      return unstorableSettlement(request, error, log);
+      return unstorable(request, error);
     }
+  }
+
+  /** An answer that could not be stored after its work ran: kept refused in lease mode, rolled back in atomic mode. */
+  function unstorable<T>(request: IdempotentRequest, reason: unknown): Settlement<T> {
+    if (runAtomic) throw rolledBack(request, reason, log);
+    return unstorableSettlement(request, reason, log);
   }
 
   async function runOnce<T>(

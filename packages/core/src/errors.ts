@@ -32,16 +32,25 @@ export const IdempotencyErrorCode = {
   /** This worker's lease was taken over while it ran; its result was discarded. Retryable: the retry replays. */
   LEASE_LOST: "LEASE_LOST",
   /**
-   * Lease mode: the call ran, but its result could not be stored. Retryable: once its lease ends a retry runs it
-   * again, so pass `ctx.idempotency.subKey(...)` to whatever it calls downstream.
+   * Lease mode: the call ran, and its answer could not be recorded while its client waited. The engine keeps trying
+   * while the call holds its lease, so a check with the same key soon finds it; but once the lease ends with nothing
+   * recorded, the same key runs the call again. So a client never sends it again by itself: it checks (a lookup)
+   * and tells its user that it may have gone through. Pass `ctx.idempotency.subKey(...)` downstream, so that a second
+   * run is one there too.
    */
-  RESULT_NOT_STORED: "RESULT_NOT_STORED",
+  RAN_UNRECORDED: "RAN_UNRECORDED",
   /**
-   * The call ran, but its answer could not be made into what is stored (a value the adapter cannot serialize, a
-   * body that failed while it was read, a `redact` that threw). Terminal: the refusal is kept for the key, so a
-   * retry gets it again and never runs the work a second time. In atomic mode the work's writes are rolled back.
+   * Lease mode: the call ran, but its answer could not be made into what is stored (a value the adapter cannot
+   * serialize, a body that failed while it was read, a `redact` that threw). The key is kept refused with this, so
+   * sending it again gets this again and never runs the work a second time; a new key would run it again.
    */
-  RESULT_NOT_STORABLE: "RESULT_NOT_STORABLE",
+  RAN_WITHOUT_ANSWER: "RAN_WITHOUT_ANSWER",
+  /**
+   * Atomic mode: the call's answer could not be made into what is stored, so its transaction was rolled back:
+   * nothing it wrote was kept, and nothing is kept for its key. The same request fails the same way until the app
+   * is fixed; a new action (a new key) is a new attempt.
+   */
+  ROLLED_BACK: "ROLLED_BACK",
   /** The request's body is larger than the adapter reads (the Fetch adapter's `maxBodyBytes`). Terminal. */
   BODY_TOO_LARGE: "BODY_TOO_LARGE",
   /** The request's body cannot be read as its media type says (a malformed multipart form), so nothing ran. Terminal. */
@@ -57,19 +66,50 @@ export const IdempotencyErrorCode = {
 
 export type IdempotencyErrorCode = (typeof IdempotencyErrorCode)[keyof typeof IdempotencyErrorCode];
 
-const RETRYABLE: ReadonlySet<IdempotencyErrorCode> = new Set([
-  IdempotencyErrorCode.IN_PROGRESS,
-  IdempotencyErrorCode.STORE_UNAVAILABLE,
-  IdempotencyErrorCode.OUTCOME_UNKNOWN,
-  IdempotencyErrorCode.LEASE_LOST,
-  IdempotencyErrorCode.RESULT_NOT_STORED,
-  IdempotencyErrorCode.BODY_TIMEOUT,
-  IdempotencyErrorCode.RATE_LIMITED,
-]);
+/**
+ * What a client may do after a refusal, with the refused request's key: the one rule every client reads (the link,
+ * the hooks, the Server Action form), and the Fetch and tRPC adapters send as the `Idempotent-Resend` header.
+ */
+export const Resend = {
+  /** Send the same request again with the same key (after `retryAfterMs`): it can succeed, and never runs twice. */
+  RETRY: "retry",
+  /**
+   * Never send it again by itself: it ran and its answer is not recorded, and a resend after its lease would run it
+   * again. Ask what became of it with the same key (a lookup), and tell the user it may have gone through.
+   */
+  CHECK: "check",
+  /** Never send it again with this key: it would get the same answer. A new action needs a new key. */
+  NEVER: "never",
+} as const;
+export type Resend = (typeof Resend)[keyof typeof Resend];
+
+const RESEND: Record<IdempotencyErrorCode, Resend> = {
+  KEY_MISSING: Resend.NEVER,
+  KEY_INVALID: Resend.NEVER,
+  IN_PROGRESS: Resend.RETRY,
+  FINGERPRINT_MISMATCH: Resend.NEVER,
+  KEY_SHARED_IN_BATCH: Resend.NEVER,
+  STORE_UNAVAILABLE: Resend.RETRY,
+  OUTCOME_UNKNOWN: Resend.RETRY,
+  STORE_MISCONFIGURED: Resend.NEVER,
+  LEASE_LOST: Resend.RETRY,
+  RAN_UNRECORDED: Resend.CHECK,
+  RAN_WITHOUT_ANSWER: Resend.NEVER,
+  ROLLED_BACK: Resend.NEVER,
+  BODY_TOO_LARGE: Resend.NEVER,
+  BODY_INVALID: Resend.NEVER,
+  BODY_TIMEOUT: Resend.RETRY,
+  RATE_LIMITED: Resend.RETRY,
+};
+
+/** What a client may do with the same key after a refusal with `code`. */
+export function resendOf(code: IdempotencyErrorCode): Resend {
+  return RESEND[code];
+}
 
 /** Whether a client may resend the same request with the same key after this code. */
 export function isRetryableCode(code: IdempotencyErrorCode): boolean {
-  return RETRYABLE.has(code);
+  return resendOf(code) === Resend.RETRY;
 }
 
 const BRAND = Symbol.for("idemkit.IdempotencyError");
@@ -85,7 +125,9 @@ export interface IdempotencyErrorOptions {
 export class IdempotencyError extends Error {
   override readonly name = "IdempotencyError";
   readonly code: IdempotencyErrorCode;
-  /** Whether resending the same request with the same key can succeed. */
+  /** What a client may do with the same key: send it again, check what became of it, or never. */
+  readonly resend: Resend;
+  /** Whether resending the same request with the same key can succeed (`resend` is `retry`). */
   readonly retryable: boolean;
   /** When set, the earliest useful retry, in milliseconds from now. */
   readonly retryAfterMs: number | undefined;
@@ -93,7 +135,8 @@ export class IdempotencyError extends Error {
   constructor(code: IdempotencyErrorCode, message: string, options: IdempotencyErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
-    this.retryable = isRetryableCode(code);
+    this.resend = resendOf(code);
+    this.retryable = this.resend === Resend.RETRY;
     this.retryAfterMs = options.retryAfterMs;
     Object.defineProperty(this, BRAND, { value: true });
   }

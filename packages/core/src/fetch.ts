@@ -28,7 +28,7 @@ import type {
 import { createIdempotencyEngine } from "./engine.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
 import { fingerprint, fingerprintAsync } from "./fingerprint.js";
-import { httpStatusOf } from "./http-status.js";
+import { httpStatusOf, refusalHeaders } from "./http-status.js";
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./key.js";
 import { checkedNumber, isLimited } from "./numeric-options.js";
 import { isStoredStatus } from "./outcome.js";
@@ -342,17 +342,15 @@ function replayOf(status: number, stored: StoredFetchBody, replayed: boolean): R
   return new Response(bodyless(status) ? null : body, { status, headers });
 }
 
-/** A refusal as JSON, with `Retry-After` when a retry can succeed later. */
+/** A refusal as JSON, with its headers: what a client may do (`Idempotent-Resend`), and `Retry-After`. */
 function refusal(error: IdempotencyError): Response {
-  const headers = new Headers({ "content-type": "application/json" });
-  if (error.retryAfterMs !== undefined) {
-    headers.set("Retry-After", String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))));
-  }
+  const headers = new Headers([["content-type", "application/json"], ...refusalHeaders(error)]);
   const body = {
     error: {
       code: error.code,
       message: error.message,
       retryable: error.retryable,
+      resend: error.resend,
       retryAfterMs: error.retryAfterMs ?? null,
     },
   };

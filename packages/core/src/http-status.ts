@@ -1,8 +1,16 @@
 /**
- * The HTTP status of each refusal: the one table adapters answer by, whether they speak HTTP themselves (the Fetch
- * adapter) or through a framework's codes (the tRPC middleware maps these statuses to tRPC's).
+ * How a refusal is said over HTTP: its status, from the one table adapters answer by, whether they speak HTTP
+ * themselves (the Fetch adapter) or through a framework's codes (the tRPC middleware maps these statuses to tRPC's);
+ * and its headers, so that a client reads what it may do from the answer itself, without the app's error formatter.
  */
-import { IdempotencyErrorCode } from "./errors.js";
+import { type IdempotencyError, IdempotencyErrorCode } from "./errors.js";
+
+/**
+ * What a client may do with the same key after this answer (`retry`, `check` or `never`: see `Resend`), on every
+ * refusal of idemkit's. A status alone cannot say it: a 500 is retried by clients, and some of idemkit's 500s must
+ * never be sent again.
+ */
+export const IDEMPOTENT_RESEND_HEADER = "Idempotent-Resend";
 
 const HTTP_STATUS: Record<IdempotencyErrorCode, number> = {
   [IdempotencyErrorCode.KEY_MISSING]: 400,
@@ -16,8 +24,9 @@ const HTTP_STATUS: Record<IdempotencyErrorCode, number> = {
   [IdempotencyErrorCode.FINGERPRINT_MISMATCH]: 422,
   [IdempotencyErrorCode.RATE_LIMITED]: 429,
   [IdempotencyErrorCode.STORE_MISCONFIGURED]: 500,
-  [IdempotencyErrorCode.RESULT_NOT_STORED]: 500,
-  [IdempotencyErrorCode.RESULT_NOT_STORABLE]: 500,
+  [IdempotencyErrorCode.RAN_UNRECORDED]: 500,
+  [IdempotencyErrorCode.RAN_WITHOUT_ANSWER]: 500,
+  [IdempotencyErrorCode.ROLLED_BACK]: 500,
   [IdempotencyErrorCode.STORE_UNAVAILABLE]: 503,
   [IdempotencyErrorCode.OUTCOME_UNKNOWN]: 503,
 };
@@ -25,4 +34,13 @@ const HTTP_STATUS: Record<IdempotencyErrorCode, number> = {
 /** The HTTP status a refusal with `code` is answered with. */
 export function httpStatusOf(code: IdempotencyErrorCode): number {
   return HTTP_STATUS[code];
+}
+
+/** The headers a refusal is answered with: `Idempotent-Resend`, and `Retry-After` when it says when to come back. */
+export function refusalHeaders(error: IdempotencyError): Array<[name: string, value: string]> {
+  const headers: Array<[string, string]> = [[IDEMPOTENT_RESEND_HEADER, error.resend]];
+  if (error.retryAfterMs !== undefined) {
+    headers.push(["Retry-After", String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)))]);
+  }
+  return headers;
 }

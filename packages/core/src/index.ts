@@ -40,12 +40,14 @@ export {
   isProcedureTransactionError,
   isRetryableCode,
   ProcedureTransactionError,
+  Resend,
+  resendOf,
   TransactionBypassError,
   transactionBypassIn,
 } from "./errors.js";
 export type { FingerprintOptions } from "./fingerprint.js";
 export { fingerprint, fingerprintAsync } from "./fingerprint.js";
-export { httpStatusOf } from "./http-status.js";
+export { httpStatusOf, IDEMPOTENT_RESEND_HEADER } from "./http-status.js";
 export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH, parseIdempotencyKey } from "./key.js";
 export { memoryStore } from "./memory-store.js";
 export type { ErrorSummary } from "./observing.js";

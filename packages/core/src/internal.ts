@@ -7,6 +7,7 @@
 export { checkedScope, idempotencyContextOf } from "./context.js";
 export { isSealedBody } from "./encrypted-store.js";
 export { causeChain } from "./errors.js";
+export { refusalHeaders } from "./http-status.js";
 export { downstreamKey } from "./key.js";
 export { checkedNumber, isLimited, type NumericRule } from "./numeric-options.js";
 export type { Channel } from "./observing.js";

@@ -14,15 +14,19 @@
  * |                                          | `storeServerErrors`)        |                             |
  * | no answer (network failure)              | -                           | retries                     |
  * | any answer marked `Idempotent-Replayed`  | -                           | gives up: it never changes  |
+ * | idemkit's refusal, `Idempotent-Resend`   | -                           | as it says: `retry` retries |
+ * |                                          |                             | (unless replayed); `check`  |
+ * |                                          |                             | and `never` give up         |
  *
- * A procedure's own 409 is a business conflict: retrying it blindly would re-run it with the same outcome, so only
+ * `Idempotent-Resend` is the server's own word on its refusal (`resendOf`), so it decides over the status: a kept
+ * refusal's 500 is never retried, with or without the app's error formatter. A procedure's own 409 is a business conflict: retrying it blindly would re-run it with the same outcome, so only
  * a 409 that says when to come back (idemkit's IN_PROGRESS and LEASE_LOST) is retried.
  */
 
 import { within } from "./deadline.js";
 import { isSealedBody, sealedWithoutKeys } from "./encrypted-store.js";
 import { type CallLimits, limitsOf } from "./engine/limits.js";
-import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
+import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError, Resend } from "./errors.js";
 import { checkIdentity } from "./key.js";
 import { withoutOperatorDetail } from "./operator-detail.js";
 import { type IdempotencyStore, type RecordId, RecordState, type StoredResponse } from "./store.js";
@@ -50,11 +54,14 @@ export interface AnswerSeen {
   retryAfter?: boolean;
   /** Whether the answer was a replay (`Idempotent-Replayed: true`). */
   replayed?: boolean;
+  /** The answer's `Idempotent-Resend`, when it carried one: idemkit's own refusals do. */
+  resend?: string | null | undefined;
 }
 
 /** Whether sending the same request again with the same key can end differently. */
-export function isRetryableAnswer({ status, retryAfter = false, replayed = false }: AnswerSeen): boolean {
+export function isRetryableAnswer({ status, retryAfter = false, replayed = false, resend }: AnswerSeen): boolean {
   if (replayed) return false;
+  if (resend !== undefined && resend !== null) return resend === Resend.RETRY;
   if (status === undefined || status >= 500) return true;
   if (status === 409) return retryAfter;
   return RETRYABLE_CLIENT_STATUSES.has(status);
@@ -72,7 +79,7 @@ export type IdempotencyOutcomeAnswer<TData = unknown> =
   /** It ran and failed, and the failure was stored (a 4xx, or a 5xx with `storeServerErrors`): sending it again answers the same. */
   | { state: "failed"; status: number; error: { code: string; message: string } }
   /**
-   * It ran, but its answer could not be stored (RESULT_NOT_STORABLE): a refusal is kept for the key instead.
+   * It ran, but its answer could not be stored (RAN_WITHOUT_ANSWER): a refusal is kept for the key instead.
    * Sending it again with the same key gets that refusal and never runs it again; under a new key it would run a
    * second time, so a client keeps the key.
    */

@@ -288,7 +288,10 @@ describe("an answer that fails after the work, on PostgreSQL in lease mode", () 
     try {
       for (const answer of [await shop.charge(), await shop.charge()]) {
         expect(answer.status).toBe(500);
-        expect(await answer.json()).toMatchObject({ error: { code: "RESULT_NOT_STORABLE", retryable: false } });
+        expect(answer.headers.get("idempotent-resend")).toBe("never");
+        expect(await answer.json()).toMatchObject({
+          error: { code: "RAN_WITHOUT_ANSWER", retryable: false, resend: "never" },
+        });
       }
       expect(shop.charges()).toBe(1);
       expect(logged).toHaveBeenCalledTimes(1);

@@ -140,6 +140,7 @@ describe("dynamoStore on a table it cannot use", () => {
         expect(refused.body.error.data.idempotency).toEqual({
           code: "STORE_MISCONFIGURED",
           retryable: false,
+          resend: "never",
           retryAfterMs: null,
         });
         expect(refused.body.error.message).not.toContain(dynamo.tableName);

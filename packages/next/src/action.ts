@@ -37,6 +37,7 @@ import {
   type ModeOptions,
   type ModeTransaction,
   parseIdempotencyKey,
+  Resend,
   type Settlement,
 } from "@idemkit/core";
 import {
@@ -199,7 +200,7 @@ export function idempotentAction<
       const key = parseIdempotencyKey(keyFieldOf(form, name), name);
       const scope = checkedScope(await scopeOf(), "idempotentAction()");
       // Typed as the action's value: only the hook sends the lookup field, and it reads the lookup's own answers.
-      if (form?.has(LOOKUP_FIELD)) return (await lookUp({ scope, path: name, key })) as TResult;
+      if (form?.has(LOOKUP_FIELD)) return (await lookUp({ scope, path: name, key }, form)) as TResult;
       const request = { scope, path: name, key, fingerprint: await fieldsFingerprint(form as FormData) };
       const run = await engine.run(request, async (execution): Promise<Settlement<undefined>> => {
         const idempotency = idempotencyContextOf<ModeTransaction<TStore, TMode>>(request, execution);
@@ -227,13 +228,26 @@ export function idempotentAction<
     if (ending && "thrown" in ending) throw ending.thrown;
     return (ending as { value: TResult }).value;
   };
-  /** What became of a key, answered as a resubmission would be: its value, its redirect; or that none is stored. */
-  async function lookUp(id: { scope: string; path: string; key: string }): Promise<unknown> {
+  /**
+   * What became of a key, answered as a resubmission would be: its value, its redirect; or that none is stored, as
+   * a refusal a form renders: still running (the form checks again), or nothing kept (the next press is new).
+   */
+  async function lookUp(id: { scope: string; path: string; key: string }, form: FormData): Promise<unknown> {
     const { store, limits, storeTimeoutMs, busyRetryAfterMs } = options;
     const outcome = await lookUpOutcome(store, id, { now, limits, storeTimeoutMs, busyRetryAfterMs });
     if (outcome.state === "refused") return refusalOf(outcome.refusal, undefined, log, shownAgain);
-    if (outcome.state !== "stored") return { idempotencyOutcome: outcome.state } satisfies LookupPending;
-    return replayOf(JSON.parse(outcome.response.body) as StoredAction, transformer);
+    if (outcome.state === "stored") return replayOf(JSON.parse(outcome.response.body) as StoredAction, transformer);
+    const running = outcome.state === "running";
+    return {
+      idempotencyOutcome: outcome.state,
+      idempotencyError: {
+        code: running ? IdempotencyErrorCode.IN_PROGRESS : "NOTHING_RECORDED",
+        message: CHECK_MESSAGES[outcome.state],
+        retryable: running,
+        retryAfterMs: undefined,
+      },
+      ...(running && { submitted: { key: id.key, fields: textFieldsOf(form, shownAgain), check: true } }),
+    } satisfies LookupPending;
   }
   return protectedAction as IdempotentAction<TArgs, TResult>;
 }
@@ -280,7 +294,7 @@ function replayOf(answer: StoredAction, transformer: ActionTransformer): unknown
 /**
  * What a form's user is told, by code: the engine's messages speak of requests, headers and stores, and some are
  * the developer's to read (a missing key field), never a shopper's. Every code has one, so a new one cannot reach a
- * form unworded.
+ * form unworded; so do a check's own answers (`CHECK_MESSAGES`).
  */
 const FORM_MESSAGES: Record<IdempotencyErrorCode, string> = {
   [IdempotencyErrorCode.KEY_MISSING]:
@@ -301,17 +315,28 @@ const FORM_MESSAGES: Record<IdempotencyErrorCode, string> = {
     "This cannot be done just now, and nothing was done. Please try again later.",
   [IdempotencyErrorCode.LEASE_LOST]:
     "This is taking longer than usual. Send the form again in a moment to see how it ended.",
-  [IdempotencyErrorCode.RESULT_NOT_STORED]:
-    "This was received, but its result could not be saved just now. Send the form again in a moment to finish it.",
-  [IdempotencyErrorCode.RESULT_NOT_STORABLE]:
-    "This was received, but its result could not be shown. Sending it again will not do it twice: check whether " +
-    "it went through before starting a new one.",
+  [IdempotencyErrorCode.RAN_UNRECORDED]:
+    "This was received and may have gone through, but it could not be confirmed just now. Press the button again " +
+    "in a moment to check how it ended: that only checks, and sends nothing twice.",
+  [IdempotencyErrorCode.RAN_WITHOUT_ANSWER]:
+    "This went through, but its result cannot be shown. Sending it again will not do it twice: check whether it " +
+    "was done before starting a new one.",
+  [IdempotencyErrorCode.ROLLED_BACK]:
+    "This could not be completed, and nothing was done. You can try again; if it keeps happening, please tell us.",
   [IdempotencyErrorCode.BODY_TOO_LARGE]: "This form is too large to send, and nothing was done.",
   [IdempotencyErrorCode.BODY_INVALID]:
     "This form could not be read, and nothing was done. Reload the page and try again.",
   [IdempotencyErrorCode.BODY_TIMEOUT]: "This form took too long to arrive, and nothing was done. Send it again.",
   [IdempotencyErrorCode.RATE_LIMITED]: "Too many submissions just now, and nothing was done. Try again in a moment.",
 };
+
+/** What a check (a lookup the form sent after RAN_UNRECORDED) says when nothing is stored for its key yet. */
+const CHECK_MESSAGES = {
+  running: "This is still being confirmed. Press the button again in a moment to check how it ended.",
+  unknown:
+    "Nothing was recorded for this, so it may or may not have gone through. Check before sending it again: " +
+    "pressing the button now starts a new one.",
+} as const;
 
 /** Refusals whose reason is the developer's to fix, and not said elsewhere: logged once for them. */
 const DEVELOPER_CODES: ReadonlySet<IdempotencyErrorCode> = new Set([
@@ -342,6 +367,8 @@ function refusalOf(
   const key = form?.get(IDEMPOTENCY_KEY_FIELD);
   if (keepsSubmission(error) && typeof key === "string") {
     refusal.submitted = { key, fields: textFieldsOf(form as FormData, shownAgain) };
+    // It ran: the press the refusal asks for must only ask what became of it, never send it again.
+    if (error.resend === Resend.CHECK) refusal.submitted.check = true;
   }
   return refusal;
 }

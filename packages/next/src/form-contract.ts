@@ -15,10 +15,19 @@ export function keyInput(key: string): ReactElement {
 }
 
 /**
- * The field that turns a submission into a lookup: the form holds only the key, and the action answers what became
- * of it (its stored value, or the same redirect) without running. The client hook sends it after a reload.
+ * The field that turns a submission into a lookup: the action answers what became of its key (its stored value,
+ * or the same redirect) without running. The client hook sends it after a reload, and a form renders it
+ * (`ActionKeyField`) after a refusal that asks the user to check rather than to send again.
  */
 export const LOOKUP_FIELD = "idempotency-lookup";
+
+/** The lookup field's value when the user pressed for it (a check), where the hook's own lookups send "1". */
+export const LOOKUP_CHECK = "check";
+
+/** The hidden input that makes a form's next submission a lookup of its key: a check the user presses for. */
+export function lookupInput(): ReactElement {
+  return createElement("input", { type: "hidden", name: LOOKUP_FIELD, value: LOOKUP_CHECK });
+}
 
 /**
  * The fields that make one submission another: the form's fields and files, without the key, the lookup mark and
@@ -32,11 +41,12 @@ export function comparedFields(form: FormData): Array<[string, FormDataEntryValu
 }
 
 /**
- * Why a submission did not run, or its answer did not arrive: the server's refusals, and `UNREACHABLE`, which only
- * the client hook gives, when the server could not be reached (the action may or may not have run: sending the form
- * again is safe, its key is kept).
+ * Why a submission did not run, or its answer did not arrive: the server's refusals; `UNREACHABLE`, which only the
+ * client hook gives, when the server could not be reached (the action may or may not have run: sending the form
+ * again is safe, its key is kept); and `NOTHING_RECORDED`, a check that found nothing kept for an action that ran
+ * unrecorded (it may or may not have gone through; the next press is a new action).
  */
-export type ActionRefusalCode = IdempotencyErrorCode | "UNREACHABLE";
+export type ActionRefusalCode = IdempotencyErrorCode | "UNREACHABLE" | "NOTHING_RECORDED";
 
 /**
  * A submission idemkit refused, returned as the action's value so that the form can show it: its key missing or
@@ -64,6 +74,11 @@ export interface ActionRefusal {
 export interface SubmittedAction {
   key: string;
   /**
+   * The next press asks what became of the action (a lookup, `ActionKeyField` renders its field) rather than sending
+   * it again: it ran, and a resend could run it a second time.
+   */
+  check?: true;
+  /**
    * The fields the action renders back (`renderBack`), in order (a field may repeat): text only, as files cannot be
    * rendered back into a form, and never a secret, which the user types again.
    */
@@ -71,12 +86,13 @@ export interface SubmittedAction {
 }
 
 /**
- * Whether a refusal keeps its submission, for the form to send the same action again: one that can still succeed
- * (`retryable`), and one whose action ran but whose answer could not be stored (`RESULT_NOT_STORABLE`), which under
- * a new key would run again. The server carries the submission in such a refusal, and the client hook keeps its key.
+ * Whether a refusal keeps its submission, for the form's next press to be the same action: one that can still
+ * succeed (`retryable`), and one whose action ran, which under a new key would run again: its answer not recorded
+ * (`RAN_UNRECORDED`: the next press checks), or not storable (`RAN_WITHOUT_ANSWER`: the next press gets the same
+ * refusal). The server carries the submission in such a refusal, and the client hook keeps its key.
  */
 export function keepsSubmission({ code, retryable }: { code: ActionRefusalCode; retryable: boolean }): boolean {
-  return retryable || code === "RESULT_NOT_STORABLE";
+  return retryable || code === "RAN_UNRECORDED" || code === "RAN_WITHOUT_ANSWER";
 }
 
 /** Whether an action's value is a refusal: `if (isActionRefusal(state)) show(state.idempotencyError.message)`. */
@@ -100,8 +116,12 @@ export function submittedValues(state: unknown, name: string): string[] {
   return (state.submitted?.fields ?? []).filter(([field]) => field === name).map(([, value]) => value);
 }
 
-/** A lookup's answer when nothing is stored for the key: it still runs, or nothing is kept (it never completed). */
-export interface LookupPending {
+/**
+ * A lookup's answer when nothing is stored for the key: it still runs (or its answer is still being recorded), or
+ * nothing is kept. It is a refusal too, for a form that asked without JavaScript to render: running keeps the
+ * submission and checks again; nothing kept says so, and the next press is a new action.
+ */
+export interface LookupPending extends ActionRefusal {
   idempotencyOutcome: "running" | "unknown";
 }
 

@@ -268,7 +268,12 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
         charges++;
         return { paidAt: new Date(), amount: String(form.get("amount")) };
       },
-      { store: drizzleStore({ db: databases[driver].db }), mode: "lease", scope: () => "alice", renderBack: ["amount"] },
+      {
+        store: drizzleStore({ db: databases[driver].db }),
+        mode: "lease",
+        scope: () => "alice",
+        renderBack: ["amount"],
+      },
     );
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
@@ -276,7 +281,7 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
       for (let press = 0; press < 2; press++) {
         const answer = await pay(submission(key, { amount: "12" }));
         expect(isActionRefusal(answer) && answer.idempotencyError).toMatchObject({
-          code: "RESULT_NOT_STORABLE",
+          code: "RAN_WITHOUT_ANSWER",
           retryable: false,
         });
         // The charge was made: the form keeps its key, as a new one would charge again.
@@ -337,7 +342,10 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
   it("answers a lookup of a key with what a resubmission would get, and never runs the action for it", async () => {
     const shop = checkout(databases[driver]);
     const key = newKey();
-    expect(await shop.placeOrder({}, lookup(key))).toEqual({ idempotencyOutcome: "unknown" });
+    expect(await shop.placeOrder({}, lookup(key))).toMatchObject({
+      idempotencyOutcome: "unknown",
+      idempotencyError: { code: "NOTHING_RECORDED" },
+    });
     await shop.placeOrder({}, submission(key, { item: "tea" }));
     expect(await shop.placeOrder({ orderId: 9 }, lookup(key))).toEqual({ orderId: 1 });
     const redirected = newKey();
@@ -350,7 +358,10 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
       store: drizzleStore({ db: databases[driver].db }),
       scope: () => "bob",
     });
-    expect(await bobs(lookup(key))).toEqual({ idempotencyOutcome: "unknown" });
+    expect(await bobs(lookup(key))).toMatchObject({
+      idempotencyOutcome: "unknown",
+      idempotencyError: { code: "NOTHING_RECORDED" },
+    });
     expect([shop.runs(), await shop.notes(key)]).toEqual([2, 1]);
   });
 
@@ -361,7 +372,10 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
     const key = newKey();
     const running = shop.placeOrder({}, submission(key, { item: "tea" }));
     await expect.poll(() => shop.runs()).toBe(1);
-    expect(await shop.placeOrder({}, lookup(key))).toEqual({ idempotencyOutcome: "running" });
+    expect(await shop.placeOrder({}, lookup(key))).toMatchObject({
+      idempotencyOutcome: "running",
+      idempotencyError: { code: "IN_PROGRESS" },
+    });
     held.open();
     await running;
     expect(await shop.placeOrder({}, lookup(key))).toEqual({ orderId: 1 });
@@ -370,6 +384,54 @@ describe.each(["postgres.js", "PGlite"] satisfies Driver[])("idempotentAction on
 });
 
 describe("idempotentAction's edges", () => {
+  it("in lease mode, says an answer the store did not take may have gone through, and the press it asks for only checks: one charge", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const store = memoryStore();
+      let failures = 3;
+      const flaky: typeof store = {
+        ...store,
+        complete: (...args) =>
+          failures-- > 0 ? Promise.reject(new Error("connection reset")) : store.complete(...args),
+      };
+      let charges = 0;
+      const pay = idempotentAction(
+        "checkout.pay",
+        async (_idempotency, form: FormData) => {
+          charges++;
+          return { paid: String(form.get("amount")) };
+        },
+        { store: flaky, mode: "lease", scope: () => "alice", renderBack: ["amount"] },
+      );
+      const key = newKey();
+      const answering = pay(submission(key, { amount: "12" }));
+      await vi.advanceTimersByTimeAsync(600);
+      const refused = await answering;
+      expect(refused).toMatchObject({
+        idempotencyError: { code: "RAN_UNRECORDED", retryable: false },
+        submitted: { key, fields: [["amount", "12"]], check: true },
+      });
+      // Without JavaScript the page renders anew: the form carries the key and the check field, so the press the
+      // message asks for is a lookup, which never runs the action.
+      expect(renderToStaticMarkup(createElement(ActionKeyField, { state: refused }, keyInput(newKey())))).toBe(
+        `<input type="hidden" name="idempotency-key" value="${key}"/>` +
+          '<input type="hidden" name="idempotency-lookup" value="check"/>',
+      );
+      const check = () => {
+        const form = submission(key, { amount: "12" });
+        form.set(LOOKUP_FIELD, "check");
+        return pay(form);
+      };
+      expect(await check()).toMatchObject({ idempotencyOutcome: "running", submitted: { key, check: true } });
+      // The engine went on storing the answer while it held the lease; the next check finds it.
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(await check()).toEqual({ paid: "12" });
+      expect(charges).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it.each(["password", "new-password", "cc-number", "cc-csc", "cardNumber", "one-time-code", "otp"])(
     "refuses to render %s back into the page, when the action is made",
     (name) => {
@@ -417,15 +479,17 @@ describe("idempotentAction's edges", () => {
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
       const key = newKey();
-      for (const answer of [
-        await plain(submission(key, { item: "tea" })),
-        await plain(submission(key, { item: "tea" })),
-      ]) {
-        expect(isActionRefusal(answer) && answer.idempotencyError).toMatchObject({
-          code: "RESULT_NOT_STORABLE",
+      // Atomic mode: what ran is rolled back and nothing is kept, so the form says so and starts a new action.
+      const answer = await plain(submission(key, { item: "tea" }));
+      expect(answer).toEqual({
+        idempotencyError: {
+          code: "ROLLED_BACK",
+          message:
+            "This could not be completed, and nothing was done. You can try again; if it keeps happening, please tell us.",
           retryable: false,
-        });
-      }
+          retryAfterMs: undefined,
+        },
+      });
       expect(runs).toBe(1);
       expect(String(logged.mock.calls[0]?.[0])).toMatch(/not plain JSON/);
     } finally {

@@ -18,7 +18,7 @@ import {
   type OutcomeLookup,
   press,
 } from "@idemkit/core/client";
-import { type IdempotencyProgress, idempotencyContext, isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
+import { type IdempotencyProgress, idempotencyContext, isStoredRefusal, mayHaveRun } from "@idemkit/trpc/client";
 import {
   type MutateOptions,
   type MutationFunctionContext,
@@ -244,8 +244,9 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
             action.current = { ...own.action, refused: true };
             store.write(action.current);
           }
-          // The link gave up without an answer it could trust: the action may have run, so ask.
-          if (isRetryableError(error) && action.current?.key === own.action.key) {
+          // The action may have run and its answer is not known (the link gave up without one it could trust, or
+          // the server said it ran unrecorded): ask, never send it again by itself.
+          if (mayHaveRun(error) && action.current?.key === own.action.key) {
             const asked = own.action;
             own.promise.then(undefined, () => reconcile(asked));
           }

@@ -4,7 +4,7 @@
  * action, and its answer counted as the hook's own would be.
  */
 import type { Action, ActionStore } from "@idemkit/core/client";
-import { isRetryableError, isStoredRefusal } from "@idemkit/trpc/client";
+import { isStoredRefusal, mayHaveRun } from "@idemkit/trpc/client";
 import { type QueryClient, useMutationState } from "@tanstack/react-query";
 import { type RefObject, useCallback, useEffect } from "react";
 import { carriedKey } from "./mutation-key-context.js";
@@ -62,7 +62,7 @@ export function useRestoredMutation({
     if (isStoredRefusal(restoredError)) {
       action.current = { ...current, refused: true };
       store.write(action.current);
-    } else if (isRetryableError(restoredError)) {
+    } else if (mayHaveRun(restoredError)) {
       reconcile(current);
     }
   }, [restoredError, key, store, reconcile, action]);

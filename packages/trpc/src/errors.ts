@@ -2,7 +2,14 @@
  * The one place where idemkit's error codes become tRPC codes (and so HTTP statuses), and where a client-facing
  * error learns its idempotency code, so clients tell "retry" from "give up" by `data`, never by message.
  */
-import { httpStatusOf, type IdempotencyError, type IdempotencyErrorCode, isIdempotencyError } from "@idemkit/core";
+import {
+  httpStatusOf,
+  type IdempotencyError,
+  type IdempotencyErrorCode,
+  isIdempotencyError,
+  type Resend,
+} from "@idemkit/core";
+import { refusalHeaders } from "@idemkit/core/internal";
 import { type TRPC_ERROR_CODE_KEY, TRPCError } from "@trpc/server";
 import type { IdempotencyHttp } from "./http.js";
 
@@ -18,11 +25,12 @@ const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
   503: "SERVICE_UNAVAILABLE",
 };
 
-/** Converts an idemkit refusal to the TRPCError the client sees, and sets `Retry-After` where it applies. */
+/**
+ * Converts an idemkit refusal to the TRPCError the client sees, and sets its headers (`Idempotent-Resend`, and
+ * `Retry-After` where it applies), so that a client reads what it may do without the app's error formatter.
+ */
 export function toTRPCError(error: IdempotencyError, http: Pick<IdempotencyHttp, "setHeader"> | undefined): TRPCError {
-  if (error.retryAfterMs !== undefined) {
-    http?.setHeader?.("Retry-After", String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))));
-  }
+  for (const [name, value] of refusalHeaders(error)) http?.setHeader?.(name, value);
   const code = TRPC_CODE_BY_STATUS[httpStatusOf(error.code)] ?? "INTERNAL_SERVER_ERROR";
   return new TRPCError({ code, message: error.message, cause: error });
 }
@@ -32,6 +40,8 @@ export interface IdempotencyErrorData {
   code: IdempotencyErrorCode;
   /** True when resending the same request with the same key can succeed. */
   retryable: boolean;
+  /** What a client may do with the same key: `retry`, `check` what became of it, or `never`. */
+  resend: Resend;
   /** When set, the earliest useful retry, in ms. */
   retryAfterMs: number | null;
 }
@@ -45,5 +55,10 @@ export interface IdempotencyErrorData {
 export function idempotencyErrorData(error: TRPCError): IdempotencyErrorData | null {
   const { cause } = error;
   if (!isIdempotencyError(cause)) return null;
-  return { code: cause.code, retryable: cause.retryable, retryAfterMs: cause.retryAfterMs ?? null };
+  return {
+    code: cause.code,
+    retryable: cause.retryable,
+    resend: cause.resend,
+    retryAfterMs: cause.retryAfterMs ?? null,
+  };
 }

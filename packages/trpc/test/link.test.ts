@@ -3,6 +3,7 @@
  * terminating links, against the real middleware and a real PostgreSQL store over HTTP on 127.0.0.1, with a
  * fault-injecting proxy between client and server.
  */
+import type { IdempotencyStore } from "@idemkit/core";
 import { drizzleStore } from "@idemkit/drizzle";
 import { type FaultProxy, openPostgres, type ServedHandler, serveFetch, startFaultProxy } from "@idemkit/testkit";
 import {
@@ -31,6 +32,7 @@ import {
   isRetryableError,
   KeyedBatchError,
   type LinkClock,
+  mayHaveRun,
 } from "../src/client/index.js";
 import { idempotency } from "../src/index.js";
 import { type AppOptions, type AppRouter, BUSINESS_TABLES, createApp } from "./app.js";
@@ -658,5 +660,70 @@ describe("without a data transformer", () => {
       .toHaveProperty("transformer");
     // @ts-expect-error a superjson router: the link must be given its transformer
     idempotencyLink<AppRouter>({ url: "http://127.0.0.1/trpc" });
+  });
+});
+
+describe("without the app's error formatter", () => {
+  const resendHeaderOf = (error: unknown) => {
+    const response = (error as TRPCClientError<AppRouter>).meta?.response;
+    return response instanceof Response ? response.headers.get("Idempotent-Resend") : undefined;
+  };
+
+  /** A router with no `idempotencyErrorData` in its formatter, as the README's quickstart had: only headers tell. */
+  async function serveWithout(store: IdempotencyStore<unknown>, answer: () => unknown) {
+    // A short lease: a call whose answer the store never takes lets its key go soon after the test.
+    let runs = 0;
+    const t = initTRPC.context<{ req: Request; resHeaders: Headers }>().create();
+    const router = t.router({
+      pay: t.procedure.use(idempotency({ store, mode: "lease", scope: () => "everyone" })).mutation(() => {
+        runs++;
+        return answer();
+      }),
+    });
+    const server = await serveFetch((req) =>
+      fetchRequestHandler({
+        endpoint: "/trpc",
+        req,
+        router,
+        createContext: ({ req: r, resHeaders }) => ({ req: r, resHeaders }),
+      }),
+    );
+    const proxy = await startFaultProxy(server.url);
+    closers.push(proxy, server);
+    const client = createTRPCClient<typeof router>({
+      links: [idempotencyLink<typeof router>({ url: `${proxy.url}/trpc`, retry: fast })],
+    });
+    return { client, proxy, runs: () => runs };
+  }
+
+  it("never sends a kept refusal's key again: a 500 marked Idempotent-Resend: never is one request", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const { client, proxy, runs } = await serveWithout(drizzleStore({ db: database.db }), () => new Map([[1, 2]]));
+      const error = await client.pay.mutate().catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(TRPCClientError);
+      expect(isRetryableError(error)).toBe(false);
+      expect(keysOf(proxy)).toHaveLength(1);
+      expect(resendHeaderOf(error)).toBe("never");
+      expect(runs()).toBe(1);
+    } finally {
+      logged.mockRestore();
+    }
+  });
+
+  it("never sends a call that ran unrecorded again by itself: Idempotent-Resend: check, one request, one run", async () => {
+    const store = drizzleStore({ db: database.db });
+    const unrecorded: IdempotencyStore<unknown> = {
+      ...store,
+      complete: () => Promise.reject(new Error("connection reset")),
+      renew: () => Promise.reject(new Error("connection reset")),
+    };
+    const { client, proxy, runs } = await serveWithout(unrecorded, () => ({ paid: true }));
+    const error = await client.pay.mutate().catch((caught: unknown) => caught);
+    expect(isRetryableError(error)).toBe(false);
+    expect(mayHaveRun(error)).toBe(true);
+    expect(keysOf(proxy)).toHaveLength(1);
+    expect(resendHeaderOf(error)).toBe("check");
+    expect(runs()).toBe(1);
   });
 });

@@ -65,7 +65,12 @@ describe("keys", () => {
     const answer = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key: null, user: alice });
     expect(answer.status).toBe(400);
     expect(answer.error?.message).toMatch(/Idempotency-Key.*placeOrder/);
-    expect(answer.error?.data.idempotency).toEqual({ code: "KEY_MISSING", retryable: false, retryAfterMs: null });
+    expect(answer.error?.data.idempotency).toEqual({
+      code: "KEY_MISSING",
+      retryable: false,
+      resend: "never",
+      retryAfterMs: null,
+    });
     expect(app.executions.get("placeOrder")).toBeUndefined();
     expect(await ordersOf(alice)).toBe(0);
   });
@@ -410,10 +415,20 @@ describe("lease mode", () => {
     const busy = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
     expect(busy.status).toBe(409);
     expect(busy.headers.get("retry-after")).toBe("1");
-    expect(busy.error?.data.idempotency).toEqual({ code: "IN_PROGRESS", retryable: true, retryAfterMs: 1_000 });
+    expect(busy.error?.data.idempotency).toEqual({
+      code: "IN_PROGRESS",
+      retryable: true,
+      resend: "retry",
+      retryAfterMs: 1_000,
+    });
     now += 17_100;
     const late = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
-    expect(late.error?.data.idempotency).toEqual({ code: "IN_PROGRESS", retryable: true, retryAfterMs: 400 });
+    expect(late.error?.data.idempotency).toEqual({
+      code: "IN_PROGRESS",
+      retryable: true,
+      resend: "retry",
+      retryAfterMs: 400,
+    });
     held.resolve();
     expect((await first).status).toBe(200);
     const replay = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
@@ -437,7 +452,12 @@ describe("lease mode", () => {
     const first = await mutate(app.url, "placeOrder", { sku: "A", qty: 1 }, { key, user: alice });
     expect(first.status).toBe(409);
     expect(first.headers.get("retry-after")).toBe("1");
-    expect(first.error?.data.idempotency).toEqual({ code: "IN_PROGRESS", retryable: true, retryAfterMs: 1_000 });
+    expect(first.error?.data.idempotency).toEqual({
+      code: "IN_PROGRESS",
+      retryable: true,
+      resend: "retry",
+      retryAfterMs: 1_000,
+    });
     expect(signal?.aborted).toBe(true);
     expect(signal?.reason).toMatchObject({ name: "TimeoutError" });
     // The procedure still runs: a retry may not run it again.
@@ -463,46 +483,70 @@ describe("lease mode", () => {
 });
 
 describe("a result that cannot be stored, once the procedure ran", () => {
-  it.each(["lease", "atomic"] as const)(
-    "in %s mode keeps the key refused: called twice, the procedure ran once, and both are told RESULT_NOT_STORABLE",
-    async (mode) => {
-      const t = initTRPC.context<{ userId: string }>().create();
-      let charges = 0;
-      // No transformer: a Date cannot be stored as plain JSON, and is noticed only after the charge was made.
-      const events: string[] = [];
-      const protectedMutation = t.procedure.use(
-        idempotency({
-          store: drizzleStore({ db: database.db }),
-          mode,
-          scope: ({ ctx }) => ctx.userId,
-          onEvent: (event) => events.push(event.type),
-        }),
-      );
-      const router = t.router({
-        pay: protectedMutation.mutation(async ({ ctx }) => {
-          charges++;
-          await ctx.idempotency.tx?.execute(sql`insert into orders (user_id, sku, qty) values (${ctx.userId}, 'A', 1)`);
-          return { paidAt: new Date() };
-        }),
-      });
-      const alice = user();
-      const caller = router.createCaller(withIdempotencyKey({ userId: alice }, globalThis.crypto.randomUUID()));
-      const logged = vi.spyOn(console, "error").mockImplementation(() => {});
-      try {
-        for (let press = 0; press < 2; press++) {
-          const refused = await caller.pay().catch((error: unknown) => error);
-          expect(refused).toMatchObject({ code: "INTERNAL_SERVER_ERROR", cause: { code: "RESULT_NOT_STORABLE" } });
-        }
-        expect(String(logged.mock.calls[0]?.[0])).toMatch(/not plain JSON/);
-      } finally {
-        logged.mockRestore();
+  const t = initTRPC.context<{ userId: string }>().create();
+
+  /** A router whose `pay` charges, writes an order, and returns what plain JSON cannot keep (a Date). */
+  function payRouter(mode: "lease" | "atomic", events: string[]) {
+    let charges = 0;
+    const protectedMutation = t.procedure.use(
+      idempotency({
+        store: drizzleStore({ db: database.db }),
+        mode,
+        scope: ({ ctx }) => ctx.userId,
+        onEvent: (event) => events.push(event.type),
+      }),
+    );
+    const router = t.router({
+      pay: protectedMutation.mutation(async ({ ctx }) => {
+        charges++;
+        await ctx.idempotency.tx?.execute(sql`insert into orders (user_id, sku, qty) values (${ctx.userId}, 'A', 1)`);
+        return { paidAt: new Date() };
+      }),
+    });
+    return { router, charges: () => charges };
+  }
+
+  it("in lease mode keeps the key refused: called twice, the procedure ran once, and both are told RAN_WITHOUT_ANSWER", async () => {
+    const events: string[] = [];
+    const { router, charges } = payRouter("lease", events);
+    const caller = router.createCaller(withIdempotencyKey({ userId: user() }, globalThis.crypto.randomUUID()));
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      for (let press = 0; press < 2; press++) {
+        const refused = await caller.pay().catch((error: unknown) => error);
+        expect(refused).toMatchObject({
+          code: "INTERNAL_SERVER_ERROR",
+          cause: { code: "RAN_WITHOUT_ANSWER", resend: "never" },
+        });
       }
-      expect(charges).toBe(1);
-      expect(events).toEqual(["result_not_storable", "result_not_storable"]);
-      // Atomic mode: the refusal is kept, the writes of a call answered with it are not.
-      expect(await ordersOf(alice)).toBe(0);
-    },
-  );
+      expect(String(logged.mock.calls[0]?.[0])).toMatch(/not plain JSON/);
+    } finally {
+      logged.mockRestore();
+    }
+    expect(charges()).toBe(1);
+    expect(events).toEqual(["ran_without_answer", "ran_without_answer"]);
+  });
+
+  it("in atomic mode rolls everything back, keeps nothing for the key, and says so: ROLLED_BACK", async () => {
+    const events: string[] = [];
+    const { router, charges } = payRouter("atomic", events);
+    const alice = user();
+    const key = globalThis.crypto.randomUUID();
+    const caller = router.createCaller(withIdempotencyKey({ userId: alice }, key));
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const refused = await caller.pay().catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: "INTERNAL_SERVER_ERROR", cause: { code: "ROLLED_BACK", resend: "never" } });
+      expect(String(logged.mock.calls[0]?.[0])).toMatch(/rolled back and nothing was kept.*not plain JSON/);
+    } finally {
+      logged.mockRestore();
+    }
+    expect(await ordersOf(alice)).toBe(0);
+    expect(events).toEqual(["released"]);
+    // Nothing is kept for the key: no refusal stands in the way of the next attempt, which runs (and fails alike).
+    expect(await recordsFor(key)).toBe(0);
+    expect(charges()).toBe(1);
+  });
 });
 
 describe("the app's own database handle (dbKey)", () => {

@@ -43,6 +43,7 @@ describe.each(["atomic", "lease"] as const)("a database without idemkit's table,
         expect(answer.error?.data.idempotency).toEqual({
           code: "STORE_MISCONFIGURED",
           retryable: false,
+          resend: "never",
           retryAfterMs: null,
         });
         expect(answer.error?.message).toBe(

@@ -1,6 +1,7 @@
 /**
  * Fault switches for tests and demos: make the next order of one user fail after its writes but before commit,
- * take longer, or commit while the database's answer to its COMMIT is lost on the way. Armed per user (the `uid`
+ * take longer, commit while the database's answer to its COMMIT is lost on the way, or (lease mode) be placed while
+ * the store fails to keep its answer. Armed per user (the `uid`
  * cookie) so parallel tests never trip each other, kept in process memory (the demo runs one process), and inert
  * unless IDEMKIT_FAULTS=1: a production build without that variable has no way to reach them.
  */
@@ -18,6 +19,12 @@ export interface FaultPlan {
    * breaks after it was sent): the order is placed, and the server cannot know it. Answered OUTCOME_UNKNOWN.
    */
   loseCommitAnswer?: number;
+  /**
+   * How many of the store's next attempts to keep a lease-mode answer of the user's fail, as a database gone for a
+   * moment would: past the engine's first three, the call ran and is answered RAN_UNRECORDED, and a later attempt
+   * the engine makes while it holds the lease stores it.
+   */
+  failCompletions?: number;
 }
 
 /**
@@ -46,6 +53,7 @@ export function armFaults(userId: string, plan: FaultPlan): void {
     failBeforeCommit: plan.failBeforeCommit ?? 0,
     slowMs: plan.slowMs ?? 0,
     loseCommitAnswer: plan.loseCommitAnswer ?? 0,
+    failCompletions: plan.failCompletions ?? 0,
   });
 }
 
@@ -84,35 +92,46 @@ export async function beforeCommit(userId: string): Promise<void> {
 }
 
 /**
- * `store`, whose atomic transactions lose the answer to their COMMIT when the user they claim for is armed with
- * `loseCommitAnswer`: the transaction commits, and then fails as a broken connection would. `store` itself with
- * faults off.
+ * `store` with the user's armed faults: its atomic transactions lose the answer to their COMMIT
+ * (`loseCommitAnswer`: the transaction commits, and then fails as a broken connection would), and its lease-mode
+ * completions fail (`failCompletions`). `store` itself with faults off.
  */
-export function withCommitFaults<Tx, S extends IdempotencyStore<Tx>>(store: S): S {
+export function withStoreFaults<Tx, S extends IdempotencyStore<Tx>>(store: S): S {
+  if (!faultsEnabled) return store;
   const { atomic } = store;
-  if (!faultsEnabled || !atomic) return store;
+  const armed = (userId: string | undefined) => (userId === undefined ? undefined : plans.get(userId));
   return {
     ...store,
-    atomic: {
-      ...atomic,
-      async transaction(work) {
-        let userId: string | undefined;
-        const committed = await atomic.transaction((session) =>
-          work({
-            ...session,
-            claim(request) {
-              userId = request.id.scope;
-              return session.claim(request);
-            },
-          }),
-        );
-        const plan = userId === undefined ? undefined : plans.get(userId);
-        if (plan && plan.loseCommitAnswer > 0) {
-          plan.loseCommitAnswer--;
-          throw new Error("Injected fault: the connection broke after COMMIT was sent, and its answer was lost.");
-        }
-        return committed;
-      },
+    complete(id, fence, response, expiresAt) {
+      const plan = armed(id.scope);
+      if (plan && plan.failCompletions > 0) {
+        plan.failCompletions--;
+        return Promise.reject(new Error("Injected fault: the database failed as the answer was being stored."));
+      }
+      return store.complete(id, fence, response, expiresAt);
     },
+    ...(atomic && {
+      atomic: {
+        ...atomic,
+        async transaction(work) {
+          let userId: string | undefined;
+          const committed = await atomic.transaction((session) =>
+            work({
+              ...session,
+              claim(request) {
+                userId = request.id.scope;
+                return session.claim(request);
+              },
+            }),
+          );
+          const plan = armed(userId);
+          if (plan && plan.loseCommitAnswer > 0) {
+            plan.loseCommitAnswer--;
+            throw new Error("Injected fault: the connection broke after COMMIT was sent, and its answer was lost.");
+          }
+          return committed;
+        },
+      },
+    }),
   };
 }

@@ -12,7 +12,7 @@ import { z } from "zod";
 import { type BodyOutcome, readBody } from "./body";
 import { ORDER_PLACED, type OrderPlaced, outbox } from "./confirmations";
 import type { Database } from "./database";
-import { beforeCommit, countedWhileReading, withCommitFaults } from "./faults";
+import { beforeCommit, countedWhileReading, withStoreFaults } from "./faults";
 import { confirmations, orderLines, orders, payments } from "./schema";
 import { userFromCookies } from "./user";
 
@@ -94,7 +94,7 @@ export interface RouterOptions {
 }
 
 export function createRouter({ db, replayCacheSize }: RouterOptions) {
-  const store = withCommitFaults(drizzleStore({ db }));
+  const store = withStoreFaults(drizzleStore({ db }));
   const scope = ({ ctx }: { ctx: { userId: string } }) => ctx.userId;
   const idempotent = withUser.use(
     idempotency({

@@ -84,7 +84,7 @@ export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
       if (isSealedBody(record.response.body)) throw sealedWithoutKeys(request);
       cache.set(request, record);
       const refusal = keptRefusalOf(record.response);
-      report(refusal ? IdempotencyEventType.RESULT_NOT_STORABLE : IdempotencyEventType.REPLAYED, request);
+      report(refusal ? IdempotencyEventType.RAN_WITHOUT_ANSWER : IdempotencyEventType.REPLAYED, request);
       if (refusal) throw refusal;
       return { replayed: true, response: record.response };
     }

@@ -6,7 +6,7 @@
 import { Deadline } from "../deadline.js";
 import { IdempotencyError, IdempotencyErrorCode } from "../errors.js";
 import { abortableDelay } from "../retry.js";
-import type { ClaimResult, RecordId, StoredResponse } from "../store.js";
+import type { ClaimResult, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
 import type { Answers, EngineSettings } from "./answers.js";
 import { keepLease, type LeaseKeeper } from "./lease-keeper.js";
@@ -22,6 +22,8 @@ import { answering, ranType } from "./unstorable.js";
 
 /** Waits between attempts to store a lease-mode result after the store failed: short, the client is waiting. */
 const COMPLETION_RETRY_DELAYS_MS = [100, 400];
+/** The first wait before storing it again once its client was answered; doubled each time, up to a third of a lease. */
+const COMPLETION_BACKGROUND_FIRST_DELAY_MS = 1_000;
 
 /** Resolves once `signal` has aborted. */
 function aborted(signal: AbortSignal): Promise<void> {
@@ -110,73 +112,132 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
     lease: LeaseKeeper,
     outcome: { settlement: Settlement<T> } | { error: unknown },
   ): Promise<RunResult<T>> {
-    // The work settled: no renewal may run (and abort its signal) while its outcome is released or stored.
-    lease.stop();
     if ("error" in outcome) {
-      await releaseQuietly(request, fence, outcome.error);
+      await release(request, fence, lease, outcome.error);
       throw outcome.error;
     }
     const { settlement } = outcome;
     const { response } = settlement;
     if (response === undefined) {
-      await releaseQuietly(request, fence, undefined);
+      await release(request, fence, lease, undefined);
       return { replayed: false, value: settlement.value };
     }
     const expiresAt = now() + ttlMs;
+    // The work ran: the lease is kept, and renewed, until its answer is stored, so that no retry can run it again
+    // meanwhile (one is told IN_PROGRESS, and replays once the answer is in).
+    const result: RunResult<T> = { replayed: false, value: settlement.value };
+    const completion = { request, fence, response, expiresAt, ran: ranType(result) };
     let stored: boolean;
     try {
-      stored = await completeWithRetries(request, fence, response, expiresAt);
+      stored = await completeSoon(completion);
     } catch (error) {
-      // The work ran: answering "not run, retry" (STORE_UNAVAILABLE) would be a lie. The key stays held until its
-      // lease ends, and only then can a retry run it again.
-      emit(IdempotencyEventType.RESULT_NOT_STORED, request, { error });
-      throw new IdempotencyError(
-        IdempotencyErrorCode.RESULT_NOT_STORED,
-        "The request ran, but its result could not be stored; a retry runs it again once its lease ends.",
-        { cause: error, retryAfterMs: Math.max(lease.leaseEndsAt - now(), 0) },
+      const finishing = completeWhileHeld(completion, lease);
+      try {
+        waitUntil?.(finishing);
+      } catch (thrown) {
+        console.error("idemkit: waitUntil threw; the call's answer is still being stored in the background.", thrown);
+      }
+      emit(IdempotencyEventType.RAN_UNRECORDED, request, { error });
+      const answer = new IdempotencyError(
+        IdempotencyErrorCode.RAN_UNRECORDED,
+        "The request ran, but its answer could not be recorded yet. It may have gone through: check what became " +
+          "of it with the same Idempotency-Key before sending it again, as a resend after its lease may run it again.",
+        { cause: error },
       );
+      answeredBeforeSettled(answer, finishing);
+      throw answer;
     }
-    if (!stored) {
-      emit(IdempotencyEventType.LEASE_LOST, request);
-      throw new IdempotencyError(
-        IdempotencyErrorCode.LEASE_LOST,
-        "This request ran past its lease and another took over; its result was discarded. Retry to get the stored one.",
-        { retryAfterMs: 0 },
-      );
-    }
+    lease.stop();
+    if (!stored) return lost(request);
     remember(request, fence, response, expiresAt);
-    const result: RunResult<T> = { replayed: false, value: settlement.value };
-    emit(ranType(result), request);
+    emit(completion.ran, request);
     return result;
   }
 
+  function lost(request: IdempotentRequest): never {
+    emit(IdempotencyEventType.LEASE_LOST, request);
+    throw new IdempotencyError(
+      IdempotencyErrorCode.LEASE_LOST,
+      "This request ran past its lease and another took over; its result was discarded. Retry to get the stored one.",
+      { retryAfterMs: 0 },
+    );
+  }
+
+  /** A completed lease-mode call's answer, with where it goes: stored under the call's fence. */
+  interface Completion {
+    request: IdempotentRequest;
+    fence: number;
+    response: StoredResponse;
+    expiresAt: number;
+    /** What is reported once it is stored: executed, or its answer kept refused in its place. */
+    ran: IdempotencyEventType;
+  }
+
   /**
-   * Stores a lease-mode result, trying again shortly when the store fails: the work already ran. An attempt that
-   * failed may still have landed (its answer lost), so a later "not yours" is checked against the record.
+   * One attempt to store `completion`'s answer: whether it is stored under the call's fence. After an attempt that
+   * failed (which may still have landed, its answer lost), a later "not yours" is checked against the record.
    */
-  async function completeWithRetries(
-    id: RecordId,
-    fence: number,
-    response: StoredResponse,
-    expiresAt: number,
-    delaysMs: readonly number[] = COMPLETION_RETRY_DELAYS_MS,
-    failedBefore = false,
-  ): Promise<boolean> {
-    try {
-      if (await bounded(store.complete(id, fence, response, expiresAt), "the completion")) return true;
-      if (!failedBefore) return false;
-      const record = await bounded(store.get(id), "a read");
-      return record?.state === RecordState.COMPLETED && record.fence === fence;
-    } catch (error) {
-      const [delayMs, ...later] = delaysMs;
-      if (delayMs === undefined) throw error;
-      await abortableDelay(delayMs);
-      return completeWithRetries(id, fence, response, expiresAt, later, true);
+  async function complete({ request, fence, response, expiresAt }: Completion, failedBefore: boolean) {
+    if (await bounded(store.complete(request, fence, response, expiresAt), "the completion")) return true;
+    if (!failedBefore) return false;
+    const record = await bounded(store.get(request), "a read");
+    return record?.state === RecordState.COMPLETED && record.fence === fence;
+  }
+
+  /** Stores the answer while the client waits, trying again shortly when the store fails; throws the last failure. */
+  async function completeSoon(completion: Completion): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await complete(completion, attempt > 0);
+      } catch (error) {
+        const delayMs = COMPLETION_RETRY_DELAYS_MS[attempt];
+        if (delayMs === undefined) throw error;
+        await abortableDelay(delayMs);
+      }
     }
   }
 
-  /** A failed release leaves the record until its lease ends; the request already failed, so don't mask that. */
-  async function releaseQuietly(request: IdempotentRequest, fence: number, error: unknown): Promise<void> {
+  /**
+   * Goes on storing the answer after its client was answered RAN_UNRECORDED, for as long as the call holds its lease
+   * (renewed up to `maxHoldMs`): a retry meanwhile is told IN_PROGRESS and a lookup says running, and once the
+   * answer is in, both get it. It stops when the lease is lost or ends; then nothing is recorded, and a retry with
+   * the key may run the call again. Never rejects.
+   */
+  async function completeWhileHeld(completion: Completion, lease: LeaseKeeper): Promise<void> {
+    const { request, fence, response, expiresAt, ran } = completion;
+    let delayMs = COMPLETION_BACKGROUND_FIRST_DELAY_MS;
+    try {
+      for (;;) {
+        await abortableDelay(delayMs, lease.signal);
+        try {
+          const stored = await complete(completion, true);
+          lease.stop();
+          if (!stored) {
+            emit(IdempotencyEventType.LEASE_LOST, request);
+            return;
+          }
+          remember(request, fence, response, expiresAt);
+          emit(ran, request);
+          return;
+        } catch (error) {
+          emit(IdempotencyEventType.STORE_ERROR, request, { error });
+          delayMs = Math.min(delayMs * 2, leaseMs / 3);
+        }
+      }
+    } catch {
+      // The lease was lost or ran out: nothing more can be stored under this fence.
+    } finally {
+      lease.stop();
+    }
+  }
+
+  /**
+   * Releases the key of a call whose work settled and keeps nothing: renewals stop first, so none runs (and aborts
+   * its signal) meanwhile. A failed release leaves the record until its lease ends; the request already failed, so
+   * that is not allowed to mask it.
+   */
+  async function release(request: IdempotentRequest, fence: number, lease: LeaseKeeper, error: unknown) {
+    lease.stop();
     try {
       await bounded(store.release(request, fence), "the release");
     } catch (releaseError) {

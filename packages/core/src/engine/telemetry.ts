@@ -69,12 +69,15 @@ export const CallOutcome = {
    */
   STORE_ERROR: "store_error",
   /**
-   * It ran, but its answer could not be stored (not serializable, or `redact` threw): a refusal is kept for its key
-   * in the answer's place, RESULT_NOT_STORABLE, and so is a retry with it answered.
+   * It ran, but its answer could not be stored (not serializable, or `redact` threw): in lease mode a refusal is
+   * kept for its key in the answer's place, RAN_WITHOUT_ANSWER, and so is a retry with it answered; in atomic mode
+   * its transaction was rolled back, ROLLED_BACK.
    */
   UNSTORABLE: "unstorable",
-  /** Lease mode: its lease was lost, or its answer could not be stored. */
+  /** Lease mode: its lease was taken over while it ran; its answer was discarded. */
   LEASE_LOST: "lease_lost",
+  /** Lease mode: it ran, and its answer could not be recorded while its client waited: RAN_UNRECORDED. */
+  UNRECORDED: "unrecorded",
   /** Its scope was over the engine's `limits`: answered RATE_LIMITED; nothing ran. */
   RATE_LIMITED: "rate_limited",
   /**
@@ -192,11 +195,13 @@ function thrownOutcome(error: unknown): CallOutcome {
     case IdempotencyErrorCode.FINGERPRINT_MISMATCH:
       return CallOutcome.MISMATCH;
     case IdempotencyErrorCode.LEASE_LOST:
-    case IdempotencyErrorCode.RESULT_NOT_STORED:
       return CallOutcome.LEASE_LOST;
+    case IdempotencyErrorCode.RAN_UNRECORDED:
+      return CallOutcome.UNRECORDED;
     case IdempotencyErrorCode.RATE_LIMITED:
       return CallOutcome.RATE_LIMITED;
-    case IdempotencyErrorCode.RESULT_NOT_STORABLE:
+    case IdempotencyErrorCode.RAN_WITHOUT_ANSWER:
+    case IdempotencyErrorCode.ROLLED_BACK:
       return CallOutcome.UNSTORABLE;
     default:
       return CallOutcome.STORE_ERROR;

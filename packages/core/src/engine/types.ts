@@ -25,12 +25,16 @@ export const IdempotencyEventType = {
    */
   TIMED_OUT: "timed_out",
   /**
-   * The request ran, but its answer could not be stored (not serializable, or `redact` threw): a refusal is kept for
-   * its key, RESULT_NOT_STORABLE, and this is said again for each retry it answers.
+   * Lease mode: the request ran, but its answer could not be stored (not serializable, or `redact` threw): a refusal
+   * is kept for its key, RAN_WITHOUT_ANSWER, and this is said again for each retry it answers. (In atomic mode the
+   * transaction is rolled back instead, reported `released`.)
    */
-  RESULT_NOT_STORABLE: "result_not_storable",
-  /** Lease mode: the request ran, but storing its result kept failing; answered RESULT_NOT_STORED. */
-  RESULT_NOT_STORED: "result_not_stored",
+  RAN_WITHOUT_ANSWER: "ran_without_answer",
+  /**
+   * Lease mode: the request ran, and storing its answer kept failing while its client waited: answered
+   * RAN_UNRECORDED. The engine goes on trying while it holds the lease; `executed` follows if it gets through.
+   */
+  RAN_UNRECORDED: "ran_unrecorded",
   /**
    * The store failed: the request was refused with STORE_UNAVAILABLE and did not run, or, when the commit of one
    * that ran was not confirmed, with OUTCOME_UNKNOWN.
@@ -43,7 +47,7 @@ export interface IdempotencyEvent extends RecordId {
   type: IdempotencyEventType;
   /** For `conflict` and `timed_out`: when a retry can succeed, in ms from now. */
   retryAfterMs?: number;
-  /** For `store_error`, `released` and `result_not_stored`: what went wrong. */
+  /** For `store_error`, `released` and `ran_unrecorded`: what went wrong. */
   error?: unknown;
 }
 
@@ -125,8 +129,8 @@ export interface IdempotencyEngineOptions<Tx> {
    * What is kept of an answer's body: it gets the body as the adapter serialized it (JSON for idemkit's adapters)
    * and returns what to store and replay in its place, without what must not be stored (a card number, a token).
    * The first caller gets the whole answer; every replay, from the store or the cache, gets this; the status stays.
-   * It runs after the work: a throw (or no string) keeps the key refused, RESULT_NOT_STORABLE, and never releases it
-   * for the work to run again.
+   * It runs after the work: a throw (or no string) never releases the key for the work to run again: lease mode
+   * keeps it refused, RAN_WITHOUT_ANSWER; atomic mode rolls the work back, ROLLED_BACK.
    */
   redact?: (body: string, id: RecordId) => string;
 }
@@ -149,7 +153,8 @@ export interface Execution<Tx> {
   /**
    * Builds the work's answer once the work has run: an adapter serializes its value or reads its body here. A throw
    * here is not the work failing, so the key is not released for a retry to run the work again: a refusal is kept
-   * for it instead (RESULT_NOT_STORABLE), which this call and every retry with its key are answered with.
+   * for it instead in lease mode (RAN_WITHOUT_ANSWER), which this call and every retry with its key are answered
+   * with; in atomic mode the work is rolled back (ROLLED_BACK).
    */
   answer<A>(build: () => A | Promise<A>): Promise<A>;
 }

@@ -2,10 +2,11 @@
  * Once a call's work has run, nothing that fails afterwards may release its key: the retry would run the work a
  * second time (a charge made twice). What fails afterwards is turning the work's outcome into what is stored: an
  * adapter serializing a value, reading a response's body, the app's `redact`. The adapter builds its answer in
- * `execution.answer(...)`, whose throw is told from the work's own by this wrapper, and the engine then keeps a
- * refusal for the key in the answer's place (`stored-refusal.ts`).
+ * `execution.answer(...)`, whose throw is told from the work's own by this wrapper. In lease mode the engine then
+ * keeps a refusal for the key in the answer's place (`stored-refusal.ts`); in atomic mode the work's writes are
+ * still uncommitted, so they are rolled back with the claim, and nothing is kept.
  */
-import { IdempotencyErrorCode } from "../errors.js";
+import { IdempotencyError, IdempotencyErrorCode } from "../errors.js";
 import type { OnceLog } from "../operator-detail.js";
 import { storedRefusal } from "../stored-refusal.js";
 import { IdempotencyEventType, type IdempotentRequest, type RunResult, type Settlement } from "./types.js";
@@ -30,22 +31,43 @@ export async function answering<A>(build: () => A | Promise<A>): Promise<A> {
 export const UNSTORABLE: unique symbol = Symbol("unstorable answer");
 
 /**
- * What is stored in place of `request`'s answer, which could not be: a refusal. Why is logged once per distinct
- * reason, as it is the developer's to fix (a value that is not plain JSON, a `redact` that throws).
+ * Lease mode: what is stored in place of `request`'s answer, which could not be: a refusal. Why is logged once per
+ * distinct reason, as it is the developer's to fix (a value that is not plain JSON, a `redact` that throws).
  */
 export function unstorableSettlement<T>(request: IdempotentRequest, reason: unknown, log: OnceLog): Settlement<T> {
-  const why = reason instanceof Error ? reason.message : String(reason);
   log(
-    `${request.path} ran, but its answer could not be stored, so its key is kept refused (RESULT_NOT_STORABLE) and ` +
-      `the work is not run again: ${why}`,
+    `${request.path} ran, but its answer could not be stored, so its key is kept refused (RAN_WITHOUT_ANSWER) and ` +
+      `the work is not run again: ${reasonOf(reason)}`,
     reason,
   );
-  return { value: UNSTORABLE as T, response: storedRefusal(IdempotencyErrorCode.RESULT_NOT_STORABLE) };
+  return { value: UNSTORABLE as T, response: storedRefusal(IdempotencyErrorCode.RAN_WITHOUT_ANSWER) };
+}
+
+/**
+ * Atomic mode: the refusal that rolls back `request`'s transaction, whose answer could not be stored: thrown from
+ * the work, it undoes the work's writes and the claim alike, so nothing is kept and a new action is a new attempt.
+ * Why is logged once per distinct reason, as for lease mode.
+ */
+export function rolledBack(request: IdempotentRequest, reason: unknown, log: OnceLog): IdempotencyError {
+  log(
+    `${request.path}'s answer could not be stored, so its transaction was rolled back and nothing was kept ` +
+      `(ROLLED_BACK): ${reasonOf(reason)}`,
+    reason,
+  );
+  return new IdempotencyError(
+    IdempotencyErrorCode.ROLLED_BACK,
+    "The request's answer could not be stored, so nothing it did was kept. It fails the same way until the server " +
+      "is fixed.",
+  );
+}
+
+function reasonOf(reason: unknown): string {
+  return reason instanceof Error ? reason.message : String(reason);
 }
 
 /** The event a first run that stored its answer reports: executed, or its answer kept refused in its place. */
 export function ranType(result: RunResult<unknown>): IdempotencyEventType {
   return !result.replayed && result.value === UNSTORABLE
-    ? IdempotencyEventType.RESULT_NOT_STORABLE
+    ? IdempotencyEventType.RAN_WITHOUT_ANSWER
     : IdempotencyEventType.EXECUTED;
 }

@@ -38,6 +38,7 @@ import {
   IDEMPOTENCY_KEY_FIELD,
   isActionRefusal,
   keepsSubmission,
+  LOOKUP_CHECK,
   LOOKUP_FIELD,
 } from "../form-contract.js";
 import { anotherInputInFlight, isNavigation, sentWithRetries, storedAnswer } from "./submission.js";
@@ -150,9 +151,10 @@ export function useIdempotentActionState<State>(
   };
 
   /**
-   * The lookup: what the action stored for the key, or the previous state if nothing is (or the lookup was
-   * refused). While it asks, the action counts as in flight: a press with its fields joins it, one with others is
-   * refused.
+   * The lookup: what the action stored for the key. When nothing is, a check the user pressed (the form's lookup
+   * field, rendered after an action that ran unrecorded) shows what the lookup said; one sent after a reload leaves
+   * the previous state, as does a refused lookup. While it asks, the action counts as in flight: a press with its
+   * fields joins it, one with others is refused.
    */
   const lookedUp = async (
     previous: State | ActionRefusal,
@@ -168,9 +170,13 @@ export function useIdempotentActionState<State>(
           if (ours) settle(ours, { navigated: true });
         },
       });
-      if (!found) return previous;
-      if (ours) settle(ours, found);
-      return found.value;
+      if (found && "value" in found) {
+        if (ours) settle(ours, found);
+        return found.value;
+      }
+      if (!found || form.get(LOOKUP_FIELD) !== LOOKUP_CHECK) return previous;
+      if (ours) settle(ours, { value: found.pending });
+      return found.pending;
     } finally {
       if (inFlight.current?.key === key) inFlight.current = undefined;
     }
@@ -187,6 +193,14 @@ export function useIdempotentActionState<State>(
 
   const pressed = useCallback(
     (form: FormData) => {
+      // A check the form asks for after an action that ran unrecorded: a lookup of the key it rendered, never a
+      // send, whatever the fields say now.
+      const checked = form.get(IDEMPOTENCY_KEY_FIELD);
+      if (form.get(LOOKUP_FIELD) === LOOKUP_CHECK && typeof checked === "string") {
+        inFlight.current = kept.read()?.key === checked ? kept.read() : undefined;
+        dispatch(form);
+        return;
+      }
       const outcome = press(
         {
           inputFingerprint: actionFingerprint(comparedFields(form)),

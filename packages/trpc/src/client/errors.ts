@@ -2,7 +2,7 @@
  * How the client reads a failed mutation: retry with the same key, or give up. The answer comes from the error's
  * `data.idempotency` (set by the server's `idempotencyErrorData`) or the HTTP status, never from its message.
  */
-import { IDEMPOTENT_REPLAYED_HEADER } from "@idemkit/core";
+import { IDEMPOTENT_REPLAYED_HEADER, IDEMPOTENT_RESEND_HEADER, Resend, resendOf } from "@idemkit/core";
 import { isRetryableAnswer, isStoredStatus } from "@idemkit/core/internal";
 import type { TRPCClientError } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
@@ -56,7 +56,24 @@ export function isRetryableError(error: unknown): boolean {
   const replayed = isReplayed(error);
   const verdict = idempotencyDataOf(error)?.retryable;
   if (typeof verdict === "boolean" && !replayed) return verdict;
-  return isRetryableAnswer({ status: statusOf(error), retryAfter: headers?.get("retry-after") != null, replayed });
+  return isRetryableAnswer({
+    status: statusOf(error),
+    retryAfter: headers?.get("retry-after") != null,
+    replayed,
+    resend: headers?.get(IDEMPOTENT_RESEND_HEADER),
+  });
+}
+
+/**
+ * True when the mutation may have run and its answer is not known: no answer arrived, or the server said so (a
+ * retryable refusal, or `Idempotent-Resend: check`, a call that ran and whose answer was not recorded). A client
+ * that keeps the key asks what became of it (a lookup) rather than sending it again.
+ */
+export function mayHaveRun(error: unknown): boolean {
+  if (!isClientError(error)) return false;
+  const code = idempotencyDataOf(error)?.code;
+  const resend = responseOf(error)?.headers?.get(IDEMPOTENT_RESEND_HEADER) ?? (code && resendOf(code));
+  return resend === Resend.CHECK || isRetryableError(error);
 }
 
 /**

@@ -7,24 +7,16 @@
  */
 import { drizzleStore } from "@idemkit/drizzle";
 import { type ActionRefusal, idempotentAction } from "@idemkit/next";
-import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { ORDER_PLACED, type OrderPlaced, outbox } from "@/server/confirmations";
 import { database } from "@/server/database";
-import { beforeCommit, withCommitFaults } from "@/server/faults";
+import { beforeCommit, withStoreFaults } from "@/server/faults";
 import { CATALOG, writeOrder } from "@/server/router";
-import { userFromCookies } from "@/server/user";
+import { currentUser } from "./current-user";
 
 /** What the form shows between submissions: nothing yet, or what to correct. */
 export interface CheckoutState {
   problem?: string;
-}
-
-/** The signed-in user: the proxy gives every page view a `uid` cookie, so a form submission always has one. */
-async function currentUser(): Promise<string> {
-  const userId = userFromCookies((await headers()).get("cookie"));
-  if (!userId) throw new Error("No uid cookie: open the page first.");
-  return userId;
 }
 
 type PlaceOrder = (previous: CheckoutState | ActionRefusal, form: FormData) => Promise<CheckoutState | ActionRefusal>;
@@ -51,7 +43,7 @@ export async function placeOrderAction(
       redirect(`/actions?placed=${order.orderId}`);
     },
     {
-      store: withCommitFaults(drizzleStore({ db: (await database()).db })),
+      store: withStoreFaults(drizzleStore({ db: (await database()).db })),
       scope: currentUser,
       stores: (state) => (state as CheckoutState).problem === undefined,
       renderBack: ["sku", "qty"],

@@ -10,6 +10,7 @@ const plan = z.object({
   failBeforeCommit: z.number().int().min(0).max(10).optional(),
   slowMs: z.number().int().min(0).max(30_000).optional(),
   loseCommitAnswer: z.number().int().min(0).max(10).optional(),
+  failCompletions: z.number().int().min(0).max(10).optional(),
 });
 
 export function GET(): Response {
@@ -23,11 +24,12 @@ export async function POST(req: Request): Promise<Response> {
   if (!userId) return Response.json({ error: "No uid cookie." }, { status: 401 });
   const parsed = plan.safeParse(await req.json().catch(() => undefined));
   if (!parsed.success) return Response.json({ error: parsed.error.issues }, { status: 400 });
-  const { failBeforeCommit, slowMs, loseCommitAnswer } = parsed.data;
+  const { failBeforeCommit, slowMs, loseCommitAnswer, failCompletions } = parsed.data;
   armFaults(userId, {
     ...(failBeforeCommit !== undefined && { failBeforeCommit }),
     ...(slowMs !== undefined && { slowMs }),
     ...(loseCommitAnswer !== undefined && { loseCommitAnswer }),
+    ...(failCompletions !== undefined && { failCompletions }),
   });
   return Response.json({ armed: parsed.data });
 }
