@@ -33,7 +33,7 @@ import {
 import { rolledBack, UNSTORABLE, UnstorableAnswer, unstorableSettlement } from "./engine/unstorable.js";
 import { Patience } from "./engine/waiting.js";
 import { IdempotencyErrorCode } from "./errors.js";
-import { checkIdentity } from "./key.js";
+import { checkIdentity, unkeptTextReason } from "./key.js";
 import { checkedNumber, type NumericRule } from "./numeric-options.js";
 import { onceLog, withoutOperatorDetail } from "./operator-detail.js";
 import { DEFAULT_WAIT_MS } from "./store.js";
@@ -175,6 +175,8 @@ export function createIdempotencyEngine<Tx>({
     try {
       const kept = redact(body, id);
       if (typeof kept !== "string") throw new TypeError(`redact returned ${typeof kept}, not the body to keep.`);
+      const unkept = unkeptTextReason(kept);
+      if (unkept) throw new TypeError(`redact returned text that ${unkept}.`);
       return { ...settlement, response: { status, body: kept } };
     } catch (error) {
       return unstorable(request, error);

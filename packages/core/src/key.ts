@@ -68,6 +68,16 @@ export const MAX_IDENTITY_PART_BYTES = 1_024;
 const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
+ * Why `text` cannot be kept as it is by every store, or undefined when it can: PostgreSQL's text holds neither
+ * U+0000 nor a lone surrogate (its drivers send one as U+FFFD, so two texts become one).
+ */
+export function unkeptTextReason(text: string): string | undefined {
+  if (LONE_SURROGATE.test(text)) return "holds a lone UTF-16 surrogate, which is not Unicode text";
+  if (text.includes("\u0000")) return "holds U+0000, which no store keeps in text";
+  return undefined;
+}
+
+/**
  * Throws a `TypeError` unless `id`'s scope and path can be stored as they are, by every store: well-formed Unicode
  * with no U+0000, each at most {@link MAX_IDENTITY_PART_BYTES} in UTF-8. They come from the app (its scope
  * function, its procedure or route names), so one that cannot be stored is a server error, said at once: never a
@@ -79,10 +89,8 @@ export function checkIdentity({ scope, path }: RecordId): void {
     ["scope", scope],
     ["path", path],
   ] as const) {
-    let problem: string | undefined;
-    if (LONE_SURROGATE.test(part)) problem = "holds a lone UTF-16 surrogate, which is not Unicode text";
-    else if (part.includes("\u0000")) problem = "holds U+0000, which no store keeps in text";
-    else if (part.length * 3 > MAX_IDENTITY_PART_BYTES && utf8Length(part) > MAX_IDENTITY_PART_BYTES) {
+    let problem = unkeptTextReason(part);
+    if (!problem && part.length * 3 > MAX_IDENTITY_PART_BYTES && utf8Length(part) > MAX_IDENTITY_PART_BYTES) {
       problem = `is longer than ${MAX_IDENTITY_PART_BYTES} bytes in UTF-8`;
     }
     if (problem) throw new TypeError(`idemkit: a call's ${name} ${problem}, so its record could not be stored.`);

@@ -1,7 +1,8 @@
 /**
  * One run of `npm run pooler:soak`, in a process of its own (the hang depends on each process's connection
  * timing): lease mode on two postgres.js pools of 5 with `prepare: false`, through the PgBouncer at POOLED_URL.
- * Twenty keys one after another, each replayed from the other pool; then POOLER_SOAK_ROUNDS rounds of 20
+ * POOLER_SOAK_DRIVER=postgres4 runs it on postgres.js 4. Twenty keys one after another, each replayed from the other
+ * pool; then POOLER_SOAK_ROUNDS rounds of 20
  * concurrent duplicates of one key, whose work is an insert on the app's own `db`. Prints `RESULT <json>`: how
  * the calls were answered, and whether a call outlasted POOLER_SOAK_CALL_MS.
  */
@@ -9,6 +10,7 @@ import { createIdempotencyEngine, isIdempotencyError } from "@idemkit/core";
 import { pgTable, serial, text } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
+import postgres4 from "postgres4";
 import { drizzleStore } from "../src/index.js";
 
 const url = process.env.POOLED_URL as string;
@@ -16,11 +18,13 @@ const rounds = Number(process.env.POOLER_SOAK_ROUNDS ?? 5);
 const callMs = Number(process.env.POOLER_SOAK_CALL_MS ?? 10_000);
 // postgres.js's own default, 100: a statement is pipelined behind another on a busy connection.
 const maxPipeline = Number(process.env.POOLER_SOAK_MAX_PIPELINE ?? 100);
+// postgres.js 3 (what create-t3-app installs) or 4 ("postgres4"), whose max_pipeline: 1 avoids the hang.
+const connect = (process.env.POOLER_SOAK_DRIVER === "postgres4" ? postgres4 : postgres) as typeof postgres;
 
 const orders = pgTable("soak_orders", { id: serial("id").primaryKey(), key: text("key").notNull() });
 const apps = [0, 1].map(() => {
   // max_pipeline is a postgres.js 3 option its types leave out.
-  const client = postgres(url, {
+  const client = connect(url, {
     max: 5,
     prepare: false,
     onnotice: () => {},

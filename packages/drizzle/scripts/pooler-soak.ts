@@ -3,7 +3,7 @@
  * mode (Debian's 1.18, pool of 5), run POOLER_SOAK_RUNS times (default 50), each in a fresh process, counting the
  * runs in which a call never answered: PgBouncer before 1.21 drops the answer to a statement postgres.js pipelines
  * behind another outside a transaction (see docs/deploying.md), about 1 run in 4 on postgres.js's defaults.
- * POOLER_SOAK_MAX_PIPELINE sets postgres.js's `max_pipeline`. Exits 1 when any run hung. Not part of `npm test`:
+ * POOLER_SOAK_MAX_PIPELINE sets postgres.js's `max_pipeline`, POOLER_SOAK_DRIVER=postgres4 runs on postgres.js 4. Exits 1 when any run hung. Not part of `npm test`:
  * it takes a few minutes.
  */
 import { createDatabase, MIGRATIONS_FOLDER, spawnScript, startPgbouncer, startPostgres } from "@idemkit/testkit";

@@ -310,6 +310,10 @@ describe("an answer that fails after the work, on PostgreSQL in lease mode", () 
     );
   });
 
+  it("a redact whose text PostgreSQL cannot keep (U+0000) keeps the key refused, never a store failure: charged once", async () => {
+    await expectKeptRefused(await serveCharge({ redact: () => '{"charged":"\u0000"}' }));
+  });
+
   it("a body that fails while it is read keeps the key refused: charged once", async () => {
     const failing = () =>
       new ReadableStream<Uint8Array>({
