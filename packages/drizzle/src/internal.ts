@@ -6,7 +6,7 @@
  */
 export { isLockTimeout, isPreparedStatementLost } from "./driver-errors.js";
 export { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
-export { failsRolledBackCommits, postgresJsPrepare, refuseBehindPooler, refusedBehindPooler } from "./pooler.js";
+export { afterPoolerSign, failsRolledBackCommits, postgresJsPrepare, refuseBehindPooler } from "./pooler.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
 export { SAVEPOINT, statementsFor } from "./record-statements.js";
 export type { Executor, Row, Statement } from "./statements.js";

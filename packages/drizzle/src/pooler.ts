@@ -10,7 +10,7 @@
  * So such a database is refused (STORE_MISCONFIGURED naming `prepare: false`) from idemkit's first call on it: a
  * probe asks the pooler before anything runs (see `losesPreparedStatements`; a pool too busy to lend it two
  * connections then is asked again, in the background, by later calls), and any later sign (a statement PostgreSQL
- * says is missing, a COMMIT reported done that kept nothing) refuses every call after it, in every mode.
+ * says is missing, a COMMIT reported done that kept nothing) has it asked again (see `afterPoolerSign`).
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { isPreparedStatementLost } from "./driver-errors.js";
@@ -99,7 +99,7 @@ const PROBE_WAIT_MS = 2_000;
 /**
  * How many probes in all a pool too busy to lend the probe a second connection gets: the first call's, then one
  * each at later calls, which start it once they have taken their own connection and do not wait for it; past that
- * the signs after refuse it (see `refusedBehindPooler`).
+ * a sign refuses it (see `afterPoolerSign`).
  */
 const CROWDED_PROBES = 3;
 
@@ -175,16 +175,31 @@ function afterThisTurn(): Promise<void> {
 }
 
 /**
- * The refusal for `db` once a pooler lost one of its statements under idemkit (`detail` says how), kept for every
- * call after it on the same client, in every mode.
+ * What a call on `db` is answered with once one of its prepared statements was lost, or a COMMIT reported done kept
+ * nothing (`detail` says which). That is a sign, not a verdict: an app's own `DEALLOCATE ALL` or `DISCARD ALL` on a
+ * direct connection loses prepared statements too, and refusing every call for it would be an outage. So where the
+ * probe can ask (a pool of two or more), the question is asked again, by the next call, which waits for it as the
+ * first did, and this call fails as it is (nothing of it was kept; the engine answers so, and a retry is safe).
+ * Where it cannot (a pool of one, a postgres.js without `reserve`, a pool too busy for every probe it had), or once
+ * a probe said so, the refusal is kept for every call after it, in every mode.
  */
-export function refusedBehindPooler(db: object, detail: string, cause?: unknown): IdempotencyError {
+export function afterPoolerSign(db: object, detail: string, cause?: unknown): unknown {
   const refusal = poolerNeedsUnpreparedStatements(detail, cause);
   const client = postgresJsClient(db);
   if (!client) return refusal;
   const verdict = verdictOf(client);
-  verdict.refusal ??= refusal;
-  return verdict.refusal;
+  if (verdict.refusal) return verdict.refusal;
+  if (!probeable(client) || verdict.crowded >= CROWDED_PROBES) {
+    verdict.refusal = refusal;
+    return refusal;
+  }
+  if (verdict.answered) Object.assign(verdict, { answered: false, probe: undefined, unwaited: false });
+  return cause ?? new Error(`${detail} idemkit asks again whether a transaction pooler is in between.`);
+}
+
+/** Whether the probe can ask `client`: it needs two connections of the pool at once (see `losesPreparedStatements`). */
+function probeable(client: PostgresJsClient): boolean {
+  return typeof client.reserve === "function" && Number(client.options.max) >= 2;
 }
 
 /** How many times the probe tries to have its connection moved to another server connection. */
@@ -202,10 +217,10 @@ const PROBE_ROUNDS = 3;
  */
 async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: number): Promise<boolean> {
   // One connection cannot be moved off its server by the probe, and a serverless function's pool is one.
-  if (typeof client.reserve !== "function" || !(Number(client.options.max) >= 2)) return false;
-  const first = await client.reserve();
+  if (!probeable(client)) return false;
+  const first = await (client.reserve as () => PromiseLike<ReservedConnection>)();
   try {
-    const pending = client.reserve();
+    const pending = (client.reserve as () => PromiseLike<ReservedConnection>)();
     const reserved = await settlesWithin(pending, secondWaitMs);
     if (!reserved) {
       Promise.resolve(pending).then(

@@ -36,7 +36,7 @@ import { checkedNumber, DEFAULT_WAIT_MS } from "@idemkit/core/internal";
 import { replacement } from "@idemkit/core/store";
 import { bypassGuard } from "./bypass-guard.js";
 import { againIfConnectionLost, isLockTimeout, isPreparedStatementLost, isProcedureFailure } from "./driver-errors.js";
-import { failsRolledBackCommits, postgresJsPrepare, refuseBehindPooler, refusedBehindPooler } from "./pooler.js";
+import { afterPoolerSign, failsRolledBackCommits, postgresJsPrepare, refuseBehindPooler } from "./pooler.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
 import {
@@ -200,7 +200,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       return result;
     } catch (error) {
       if (preparedCommits && isPreparedStatementLost(error)) {
-        throw refusedBehindPooler(db, "PostgreSQL lost a prepared statement.", error);
+        throw afterPoolerSign(db, "PostgreSQL lost a prepared statement.", error);
       }
       if (!finished || !completing || !claimed || !(await isProcedureFailure(error, completing.done))) throw error;
       // The procedure caught a failed statement of its own and went on, and the driver would not commit. Its
@@ -273,7 +273,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   async function provenCommitted(request: ClaimRequest & { fence: number }): Promise<void> {
     const kept = await againIfConnectionLost(() => run(db, statements.KEPT, [...keyOf(request.id), request.fence]));
     if (kept.length === 1) return;
-    throw refusedBehindPooler(db, "A transaction's COMMIT was reported done, and nothing of it was kept.");
+    throw afterPoolerSign(db, "A transaction's COMMIT was reported done, and nothing of it was kept.");
   }
 
   /**

@@ -12,6 +12,7 @@
 
 import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
 import {
+  afterPoolerSign,
   failsRolledBackCommits,
   isLockTimeout,
   isPreparedStatementLost,
@@ -21,7 +22,6 @@ import {
   purgeInBatches,
   qualifiedName,
   refuseBehindPooler,
-  refusedBehindPooler,
   run,
   StatementLostBeforeWork,
   transactionOf,
@@ -127,14 +127,14 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
   }).catch((error: unknown) => {
     // postgres.js prepares its statements, COMMIT included, which a transaction pooler loses (see pooler.ts).
     if (preparedCommit && isPreparedStatementLost(error)) {
-      throw refusedBehindPooler(db, "PostgreSQL lost a prepared statement.", error);
+      throw afterPoolerSign(db, "PostgreSQL lost a prepared statement.", error);
     }
     throw error;
   });
   // postgres.js with prepare on may report a COMMIT done that a transaction pooler turned into a rollback (see
   // @idemkit/drizzle's pooler.ts): the mark is read back before the event is called processed.
   if (result.processed && checkCommit && (await run(db, CHECK, [consumer, eventId])).length === 0) {
-    throw refusedBehindPooler(
+    throw afterPoolerSign(
       db,
       `processOnce(): ${consumer}'s COMMIT of ${eventId} was reported done, and nothing of it was kept; redeliver it.`,
     );
