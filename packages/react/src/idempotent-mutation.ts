@@ -157,8 +157,11 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
    * key and signal whenever TanStack calls it (later, for a mutation paused while offline), never the next run's.
    */
   const runsByInput = useRef(new Map<unknown, Running<TOutput>>());
-  /** This form, as the sender of its actions to other tabs: it never adopts the key of an action it sent itself. */
-  const [sender] = useState(newIdempotencyKey);
+  /**
+   * This form, as the sender of its actions to other tabs: it never adopts the key of an action it sent itself.
+   * Drawn at its first press, never in render: a prerender (Next.js's cacheComponents) refuses a random value there.
+   */
+  const sender = useRef<string | undefined>(undefined);
 
   /** Where a found answer is settled: this render's cache and mutation key (set below, once they are known). */
   const cacheRef = useRef<FormCache>(undefined);
@@ -223,12 +226,13 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
       const onWaiting = (until: number | undefined) => {
         if (running.current === own) setProgress((state) => ({ ...state, waitingForTabUntil: until }));
       };
+      sender.current ??= newIdempotencyKey();
       const sent =
         own.fingerprint === undefined
           ? send(own.action.key)
           : sendAcrossTabs(
               { key: own.action.key, fingerprint: own.fingerprint },
-              { name, sender, signal: own.abort.signal, waitMs: tabWaitMs, onWaiting },
+              { name, sender: sender.current, signal: own.abort.signal, waitMs: tabWaitMs, onWaiting },
               send,
             );
       return sent.then(

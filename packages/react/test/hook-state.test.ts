@@ -742,8 +742,11 @@ describe("React's modes", () => {
     expect(reloaded.result.current.key).toBe(sent[0]?.key);
   });
 
-  it("renders on the server without touching storage", () => {
+  it("renders on the server without touching storage or drawing a random value, as a prerender requires", () => {
     touched.length = 0;
+    // Next.js 16's prerender (cacheComponents, create-next-app's default) stops the build at crypto.randomUUID() in
+    // a Client Component's render: a key is drawn when the user acts, never when React renders.
+    const drawn = vi.spyOn(globalThis.crypto, "randomUUID");
     const queryClient = new QueryClient();
     const trpcClient = createTRPCClient<Router>({
       links: [idempotencyLink<Router>({ url: "http://shop.test/trpc", fetch: fakeFetch })],
@@ -758,6 +761,8 @@ describe("React's modes", () => {
     );
     expect(html).toContain("no key yet");
     expect(touched).toEqual([]);
+    expect(drawn).not.toHaveBeenCalled();
+    drawn.mockRestore();
   });
 });
 
