@@ -404,13 +404,25 @@ describe("the engine keeping a running lease", () => {
       complete: () => Promise.reject(new Error("connection reset")),
       renew: () => Promise.reject(new Error("connection reset")),
     };
-    const { engine } = engineOver(down);
-    const first = engine.run(request, ok('"paid"')).catch((error: unknown) => error);
+    const { engine, types } = engineOver(down);
+    let runs = 0;
+    const charge = async () => {
+      runs++;
+      return { value: '"paid"', response: { status: 200, body: '"paid"' } };
+    };
+    const first = engine.run(request, charge).catch((error: unknown) => error);
     await vi.advanceTimersByTimeAsync(600);
     expect(await first).toMatchObject({ code: "RAN_UNRECORDED" });
     await vi.advanceTimersByTimeAsync(1_000);
-    // Past the lease (1 s here) nothing is running: the background attempts stopped, and left no timer behind.
+    // Past the lease (1 s here) nothing is running: the background attempts stopped, said so, and left no timer.
     expect(vi.getTimerCount()).toBe(0);
+    expect(types()).toEqual(["ran_unrecorded", "lease_lost"]);
+    // And the key is free: the next call with it runs (what subKey downstream is for).
+    const again = engine.run(request, charge).catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(600);
+    await again;
+    expect(runs).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_000);
   });
 });
 

@@ -14,6 +14,7 @@
  * how a duplicate waits, `engine/waiting.ts` and `engine/single-flight.ts`.
  */
 
+import { MAX_TIMER_MS } from "./deadline.js";
 import { answersOf, reportingTo } from "./engine/answers.js";
 import { atomicRun } from "./engine/atomic-run.js";
 import { leaseRun } from "./engine/lease-run.js";
@@ -47,7 +48,7 @@ const HOUR_MS = 3_600_000;
  */
 const NUMERIC_RULES = {
   ttlMs: { min: 1 },
-  leaseMs: { min: 1 },
+  leaseMs: { min: 1, max: MAX_TIMER_MS },
   maxHoldMs: { unlimited: true },
   busyRetryAfterMs: {},
   storeTimeoutMs: { min: 1, unlimited: true },

@@ -11,6 +11,7 @@ describe("numeric options, checked when an endpoint is built", () => {
   it.each([
     ["ttlMs", Number.POSITIVE_INFINITY],
     ["leaseMs", Number.POSITIVE_INFINITY],
+    ["leaseMs", 2 ** 31],
     ["ttlMs", 0],
     ["storeTimeoutMs", Number.NaN],
     ["transactionTimeoutMs", -1],

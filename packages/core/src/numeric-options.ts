@@ -10,6 +10,11 @@
 export interface NumericRule {
   /** The least it may be. Default 0. */
   min?: number;
+  /**
+   * The most it may be. A duration a timer waits for at once (a lease) must fit one: past 2^31 - 1 ms (about 24.8
+   * days) setTimeout fires at once. Default none.
+   */
+  max?: number;
   /** Whether it counts things (a size, a number of attempts), so must be whole. Default false. */
   whole?: boolean;
   /** Whether `Infinity` is allowed, as "no limit". Default false. */
@@ -24,7 +29,7 @@ export function checkedNumber<T extends number | undefined>(
   owner: string,
   name: string,
   value: T,
-  { min = 0, whole = false, unlimited = false }: NumericRule = {},
+  { min = 0, max = Number.POSITIVE_INFINITY, whole = false, unlimited = false }: NumericRule = {},
 ): T {
   if (value === undefined) return value;
   const infinite = value === Number.POSITIVE_INFINITY;
@@ -32,9 +37,11 @@ export function checkedNumber<T extends number | undefined>(
     typeof value === "number" &&
     !Number.isNaN(value) &&
     value >= min &&
+    (infinite || value <= max) &&
     (infinite ? unlimited : Number.isFinite(value) && (!whole || Number.isInteger(value)));
   if (!valid) {
-    const what = `${whole ? "a whole number" : "a number"}, ${min} or more${unlimited ? ", or Infinity for no limit" : ""}`;
+    const range = max < Number.POSITIVE_INFINITY ? `from ${min} to ${max}` : `${min} or more`;
+    const what = `${whole ? "a whole number" : "a number"}, ${range}${unlimited ? ", or Infinity for no limit" : ""}`;
     throw new TypeError(`${owner}: ${name} must be ${what} (got ${describe(value)}).`);
   }
   return value;

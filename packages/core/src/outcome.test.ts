@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { IdempotencyErrorCode, isRetryableCode, resendOf } from "./errors.js";
+import { httpStatusOf } from "./http-status.js";
 import { isRetryableAnswer, isStoredStatus } from "./outcome.js";
 
 describe("the one classification of answers", () => {
@@ -12,6 +14,18 @@ describe("the one classification of answers", () => {
     const retried = [undefined, 408, 429, 499, 500, 502, 503, 504].map((status) => isRetryableAnswer({ status }));
     expect(retried.every(Boolean)).toBe(true);
     expect(isRetryableAnswer({ status: 409, retryAfter: true })).toBe(true);
+  });
+
+  it("has clients follow idemkit's own word on its refusals (Idempotent-Resend) before the status", () => {
+    expect(isRetryableAnswer({ status: 500, resend: "never" })).toBe(false);
+    expect(isRetryableAnswer({ status: 500, resend: "check" })).toBe(false);
+    expect(isRetryableAnswer({ status: 503, resend: "retry" })).toBe(true);
+    expect(isRetryableAnswer({ status: 409, resend: "retry" })).toBe(true);
+    expect(isRetryableAnswer({ status: 503, resend: "retry", replayed: true })).toBe(false);
+    // Every code says what it is, and only "retry" is retried.
+    for (const code of Object.values(IdempotencyErrorCode)) {
+      expect(isRetryableAnswer({ status: httpStatusOf(code), resend: resendOf(code) })).toBe(isRetryableCode(code));
+    }
   });
 
   it("has clients give up on the procedure's own 409 and 412, other 4xx, and anything replayed", () => {

@@ -83,6 +83,29 @@ describe("the engine's telemetry", () => {
     messages.length = 0;
   });
 
+  it("counts a call that ran unrecorded as such, once the answer it kept storing is in", async () => {
+    vi.useFakeTimers();
+    try {
+      const store = memoryStore();
+      let failures = 3;
+      const flaky: IdempotencyStore = {
+        ...store,
+        complete: (...args) => (failures-- > 0 ? Promise.reject(new Error("reset")) : store.complete(...args)),
+      };
+      const { engine, metric } = observed({ mode: "lease" }, flaky);
+      await expect(
+        Promise.all([engine.run(request("a"), stored), vi.advanceTimersByTimeAsync(600)]),
+      ).rejects.toMatchObject({ code: "RAN_UNRECORDED" });
+      await vi.advanceTimersByTimeAsync(1_000);
+      const byOutcome = Object.fromEntries(
+        (await metric("idemkit.calls")).map((point) => [point.attributes["idemkit.outcome"], point.value]),
+      );
+      expect(byOutcome).toEqual({ [CallOutcome.UNRECORDED]: 1 });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("counts every outcome, with a span for each call, and the calls in flight back at zero", async () => {
     const { engine, spans, metric } = observed({ mode: "lease" });
     await engine.run(request("a"), stored);

@@ -13,6 +13,7 @@
  * says is missing, a COMMIT reported done that kept nothing) has it asked again (see `afterPoolerSign`).
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
+import { onceLog } from "@idemkit/core/internal";
 import { isPreparedStatementLost } from "./driver-errors.js";
 
 /**
@@ -194,8 +195,13 @@ export function afterPoolerSign(db: object, detail: string, cause?: unknown): un
     return refusal;
   }
   if (verdict.answered) Object.assign(verdict, { answered: false, probe: undefined, unwaited: false });
-  return cause ?? new Error(`${detail} idemkit asks again whether a transaction pooler is in between.`);
+  const asked = `${detail} If a transaction pooler is in between (PgBouncer, Supabase's or Neon's pooled URL), connect with postgres(url, { prepare: false }); idemkit asks again whether one is.`;
+  signsLog(asked);
+  return cause ?? new Error(asked);
 }
+
+/** What the operator is told of a sign that did not refuse: once per distinct sign, for the process. */
+const signsLog = onceLog();
 
 /** Whether the probe can ask `client`: it needs two connections of the pool at once (see `losesPreparedStatements`). */
 function probeable(client: PostgresJsClient): boolean {
@@ -213,7 +219,7 @@ const PROBE_ROUNDS = 3;
  * the statement is missing (a pooler that loses them: PgBouncer before 1.21 or without `max_prepared_statements`,
  * Supavisor), or runs it (one that prepares them again: PgBouncer 1.21+ as Neon sets it up). A direct connection,
  * or a session pooler, runs every statement of a connection on one backend, so it is never refused; a pooler that
- * kept the first connection on its server for every round is not either (the signs after refuse it then).
+ * kept the first connection on its server for every round is not either (a sign after has it asked again).
  */
 async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: number): Promise<boolean> {
   // One connection cannot be moved off its server by the probe, and a serverless function's pool is one.

@@ -54,6 +54,7 @@ import {
   comparedFields,
   IDEMPOTENCY_KEY_FIELD,
   keepsSubmission,
+  LOOKUP_CHECK,
   LOOKUP_FIELD,
   type LookupPending,
 } from "./form-contract.js";
@@ -235,7 +236,7 @@ export function idempotentAction<
   async function lookUp(id: { scope: string; path: string; key: string }, form: FormData): Promise<unknown> {
     const { store, limits, storeTimeoutMs, busyRetryAfterMs } = options;
     const outcome = await lookUpOutcome(store, id, { now, limits, storeTimeoutMs, busyRetryAfterMs });
-    if (outcome.state === "refused") return refusalOf(outcome.refusal, undefined, log, shownAgain);
+    if (outcome.state === "refused") return refusalOf(outcome.refusal, form, log, shownAgain);
     if (outcome.state === "stored") return replayOf(JSON.parse(outcome.response.body) as StoredAction, transformer);
     const running = outcome.state === "running";
     return {
@@ -330,9 +331,13 @@ const FORM_MESSAGES: Record<IdempotencyErrorCode, string> = {
   [IdempotencyErrorCode.RATE_LIMITED]: "Too many submissions just now, and nothing was done. Try again in a moment.",
 };
 
-/** What a check (a lookup the form sent after RAN_UNRECORDED) says when nothing is stored for its key yet. */
+/**
+ * What a check (a lookup the form sent after RAN_UNRECORDED) says when nothing is stored for its key yet, or when it
+ * could not be answered just now.
+ */
 const CHECK_MESSAGES = {
   running: "This is still being confirmed. Press the button again in a moment to check how it ended.",
+  again: "We could not check how this ended just now. Press the button again in a moment to check again.",
   unknown:
     "Nothing was recorded for this, so it may or may not have gone through. Check before sending it again: " +
     "pressing the button now starts a new one.",
@@ -356,10 +361,13 @@ function refusalOf(
   shownAgain: ReadonlySet<string>,
 ): ActionRefusal {
   if (DEVELOPER_CODES.has(error.code)) log(error.message);
+  // A check (the press after an action that ran unrecorded) that could not be answered just now asks to check
+  // again: it must never read as "nothing was done", nor make the next press a send.
+  const checkAgain = form?.get(LOOKUP_FIELD) === LOOKUP_CHECK && error.resend === Resend.RETRY;
   const refusal: ActionRefusal = {
     idempotencyError: {
       code: error.code,
-      message: FORM_MESSAGES[error.code],
+      message: checkAgain ? CHECK_MESSAGES.again : FORM_MESSAGES[error.code],
       retryable: error.retryable,
       retryAfterMs: error.retryAfterMs,
     },
@@ -368,7 +376,7 @@ function refusalOf(
   if (keepsSubmission(error) && typeof key === "string") {
     refusal.submitted = { key, fields: textFieldsOf(form as FormData, shownAgain) };
     // It ran: the press the refusal asks for must only ask what became of it, never send it again.
-    if (error.resend === Resend.CHECK) refusal.submitted.check = true;
+    if (checkAgain || error.resend === Resend.CHECK) refusal.submitted.check = true;
   }
   return refusal;
 }

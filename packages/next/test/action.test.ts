@@ -389,10 +389,12 @@ describe("idempotentAction's edges", () => {
     try {
       const store = memoryStore();
       let failures = 3;
+      let storeAway = false;
       const flaky: typeof store = {
         ...store,
         complete: (...args) =>
           failures-- > 0 ? Promise.reject(new Error("connection reset")) : store.complete(...args),
+        get: (...args) => (storeAway ? Promise.reject(new Error("connection reset")) : store.get(...args)),
       };
       let charges = 0;
       const pay = idempotentAction(
@@ -423,6 +425,18 @@ describe("idempotentAction's edges", () => {
         return pay(form);
       };
       expect(await check()).toMatchObject({ idempotencyOutcome: "running", submitted: { key, check: true } });
+      // A check the store cannot answer just now asks to check again: never "nothing was done", never a send.
+      storeAway = true;
+      expect(await check()).toEqual({
+        idempotencyError: {
+          code: "STORE_UNAVAILABLE",
+          message: "We could not check how this ended just now. Press the button again in a moment to check again.",
+          retryable: true,
+          retryAfterMs: expect.any(Number),
+        },
+        submitted: { key, fields: [["amount", "12"]], check: true },
+      });
+      storeAway = false;
       // The engine went on storing the answer while it held the lease; the next check finds it.
       await vi.advanceTimersByTimeAsync(1_000);
       expect(await check()).toEqual({ paid: "12" });

@@ -11,6 +11,7 @@
 import {
   type Action,
   actionFingerprint,
+  checkedNumber,
   DEFAULT_LOOKUP_MAX_RUNNING_MS,
   defaultStorageName,
   type KeyStorage,
@@ -145,6 +146,8 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
     ...mutationOptions
   } = options;
   const { path } = binding;
+  checkedNumber(`useIdempotentMutation(${path})`, "lookupMaxRunningMs", lookupMaxRunningMs, { unlimited: true });
+  checkedNumber(`useIdempotentMutation(${path})`, "tabWaitMs", tabWaitMs);
   const name = storageKey ?? defaultStorageName(path);
   const store = useKeptActionStore(storage, name, `useIdempotentMutation(${path})`);
 

@@ -675,10 +675,12 @@ describe("without the app's error formatter", () => {
     let runs = 0;
     const t = initTRPC.context<{ req: Request; resHeaders: Headers }>().create();
     const router = t.router({
-      pay: t.procedure.use(idempotency({ store, mode: "lease", scope: () => "everyone" })).mutation(() => {
-        runs++;
-        return answer();
-      }),
+      pay: t.procedure
+        .use(idempotency({ store, mode: "lease", leaseMs: 1_000, scope: () => "everyone" }))
+        .mutation(() => {
+          runs++;
+          return answer();
+        }),
     });
     const server = await serveFetch((req) =>
       fetchRequestHandler({

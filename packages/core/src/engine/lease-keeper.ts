@@ -40,8 +40,6 @@ export interface LeaseKeeperOptions {
 export interface LeaseKeeper {
   /** Aborts when the lease is lost: taken over, or run out after the last renewal that got through. */
   readonly signal: AbortSignal;
-  /** When the lease ends as far as this call knows, in ms since the epoch. */
-  readonly leaseEndsAt: number;
   /** Stops renewing (the call settled). */
   stop(): void;
 }
@@ -119,9 +117,6 @@ export function keepLease({
   scheduleRenewal(false);
   return {
     signal: controller.signal,
-    get leaseEndsAt() {
-      return leaseEndsAt;
-    },
     stop,
   };
 }

@@ -10,7 +10,7 @@ import type { ClaimResult, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
 import type { Answers, EngineSettings } from "./answers.js";
 import { keepLease, type LeaseKeeper } from "./lease-keeper.js";
-import { answeredBeforeSettled } from "./settling.js";
+import { answeredBeforeSettled, settlingOf } from "./settling.js";
 import {
   type Execution,
   IdempotencyEventType,
@@ -81,7 +81,10 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
       aborter.abort(
         new DOMException(`${request.path} ran past procedureTimeoutMs (${procedureTimeoutMs} ms).`, "TimeoutError"),
       );
-      const settling = work.then((late) => settleLease(request, fence, lease, late)).catch(() => {});
+      // Its settling ends when the work's answer is stored, in the background too (RAN_UNRECORDED's).
+      const settling = work
+        .then((late) => settleLease(request, fence, lease, late))
+        .catch((error: unknown) => settlingOf(error));
       try {
         waitUntil?.(settling);
       } catch (error) {
@@ -225,7 +228,9 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
         }
       }
     } catch {
-      // The lease was lost or ran out: nothing more can be stored under this fence.
+      // The lease was lost or ran out with the answer still unrecorded: nothing more can be stored under this
+      // fence, and a retry with the key may run the call again. Said, for the operator to see.
+      emit(IdempotencyEventType.LEASE_LOST, request, { error: lease.signal.reason });
     } finally {
       lease.stop();
     }

@@ -10,6 +10,7 @@
  * instance count times these.
  */
 import { IdempotencyError, IdempotencyErrorCode } from "../errors.js";
+import { checkedNumber } from "../numeric-options.js";
 import type { RecordId } from "../store.js";
 
 /** The engine's `limits`. */
@@ -60,9 +61,7 @@ export function limitsOf(limits: CallLimits | undefined, now: () => number): Adm
     ["newKeysPerScope.max", newKeysPerScope?.max],
     ["newKeysPerScope.windowMs", newKeysPerScope?.windowMs],
   ] as const) {
-    if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
-      throw new TypeError(`limits.${name} must be a whole number, 1 or more (got ${value}).`);
-    }
+    checkedNumber("idemkit", `limits.${name}`, value, { min: 1, whole: true });
   }
   if (inFlightPerScope === undefined && newKeysPerScope === undefined) return UNLIMITED;
   const shared = globalThis as typeof globalThis & { [REGISTRY]?: Registry };

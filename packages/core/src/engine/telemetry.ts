@@ -333,9 +333,15 @@ export function telemetryOf(mode: IdempotencyMode, options: TelemetryOptions | f
         ended(resolvedOutcome(result, settlement));
         return result;
       } catch (error) {
+        // A call answered while its work (or the storing of its answer) goes on ends when that does.
         const settling = settlingOf(error);
-        if (settling) void settling.then(() => ended(CallOutcome.TIMED_OUT, error));
-        else ended(thrownOutcome(error), error);
+        if (!settling) ended(thrownOutcome(error), error);
+        else {
+          // Answered IN_PROGRESS at procedureTimeoutMs, or RAN_UNRECORDED while its answer is still being stored.
+          const timedOut = isIdempotencyError(error) && error.code === IdempotencyErrorCode.IN_PROGRESS;
+          const said = timedOut ? CallOutcome.TIMED_OUT : thrownOutcome(error);
+          void settling.then(() => ended(said, error));
+        }
         throw error;
       }
     },

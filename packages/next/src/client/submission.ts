@@ -5,7 +5,7 @@
 import type { RetryPolicy } from "@idemkit/core";
 import { abortableDelay, DEFAULT_RETRY_POLICY, sendWithRetries, settledOutcome } from "@idemkit/core/client";
 import { unstable_isUnrecognizedActionError, unstable_rethrow } from "next/navigation.js";
-import { type ActionRefusal, isActionRefusal, isLookupPending, type LookupPending } from "../form-contract.js";
+import { type ActionRefusal, isActionRefusal, isLookupPending } from "../form-contract.js";
 
 /**
  * Sends a submission, and again with the same key while its answer is lost (the fetch failed, or its answer broke
@@ -88,26 +88,25 @@ function unreachable(): ActionRefusal {
 
 /**
  * What the action stored for `key`, asked with `lookUp` (a submission carrying the lookup field) and asked again
- * while the action still runs elsewhere, up to `maxRunningMs`: its value; or, when nothing is stored, the lookup's
- * last answer (`pending`, a refusal a form can show), or nothing when the lookup was refused (a lookup is a
- * convenience: the key is kept). A stored redirect or 404 is Next.js's router's to follow, and `navigated` is told:
- * the action is done.
+ * while the action still runs elsewhere, up to `maxRunningMs`: its value; or, when there is none to give, the
+ * lookup's last refusal (`shown`: nothing stored yet, nothing kept, a refusal kept for the key, or the lookup itself
+ * refused), which a check the user pressed shows, and a lookup after a reload leaves (the key is kept). A stored
+ * redirect or 404 is Next.js's router's to follow, and `navigated` is told: the action is done.
  */
 export async function storedAnswer<T>(
   lookUp: () => Promise<T | ActionRefusal>,
   key: string,
   { signal, maxRunningMs, navigated }: { signal: AbortSignal; maxRunningMs: number; navigated: () => void },
-): Promise<{ value: T } | { pending: LookupPending } | undefined> {
-  let found: { value: T } | { pending: LookupPending } | undefined;
+): Promise<{ value: T } | { shown: ActionRefusal } | undefined> {
+  let found: { value: T } | { shown: ActionRefusal } | undefined;
   await settledOutcome(
     async () => {
       try {
         const value = await lookUp();
-        if (isLookupPending(value)) {
-          found = { pending: value };
-          return { state: value.idempotencyOutcome };
+        if (isActionRefusal(value)) {
+          found = { shown: value };
+          return { state: isLookupPending(value) ? value.idempotencyOutcome : "unknown" };
         }
-        if (isActionRefusal(value)) return { state: "unknown" };
         found = { value };
         return { state: "completed", data: value };
       } catch (error) {

@@ -13,6 +13,7 @@ import type { RetryPolicy } from "@idemkit/core";
 import {
   type Action,
   actionFingerprint,
+  checkedNumber,
   DEFAULT_LOOKUP_MAX_RUNNING_MS,
   formActionStore,
   type KeyStorage,
@@ -99,6 +100,7 @@ export function useIdempotentActionState<State>(
     retry,
     lookupMaxRunningMs = DEFAULT_LOOKUP_MAX_RUNNING_MS,
   } = options;
+  checkedNumber("useIdempotentActionState()", "lookupMaxRunningMs", lookupMaxRunningMs, { unlimited: true });
   const hydrated = useSyncExternalStore(
     subscribeToNothing,
     () => true,
@@ -151,9 +153,9 @@ export function useIdempotentActionState<State>(
   };
 
   /**
-   * The lookup: what the action stored for the key. When nothing is, a check the user pressed (the form's lookup
-   * field, rendered after an action that ran unrecorded) shows what the lookup said; one sent after a reload leaves
-   * the previous state, as does a refused lookup. While it asks, the action counts as in flight: a press with its
+   * The lookup: what the action stored for the key. When there is none to give, a check the user pressed (the
+   * form's lookup field, rendered after an action that ran unrecorded) shows what the lookup said; one sent after a
+   * reload leaves the previous state. While it asks, the action counts as in flight: a press with its
    * fields joins it, one with others is refused.
    */
   const lookedUp = async (
@@ -175,8 +177,8 @@ export function useIdempotentActionState<State>(
         return found.value;
       }
       if (!found || form.get(LOOKUP_FIELD) !== LOOKUP_CHECK) return previous;
-      if (ours) settle(ours, { value: found.pending });
-      return found.pending;
+      if (ours) settle(ours, { value: found.shown });
+      return found.shown;
     } finally {
       if (inFlight.current?.key === key) inFlight.current = undefined;
     }

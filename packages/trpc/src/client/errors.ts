@@ -65,9 +65,9 @@ export function isRetryableError(error: unknown): boolean {
 }
 
 /**
- * True when the mutation may have run and its answer is not known: no answer arrived, or the server said so (a
- * retryable refusal, or `Idempotent-Resend: check`, a call that ran and whose answer was not recorded). A client
- * that keeps the key asks what became of it (a lookup) rather than sending it again.
+ * True when what became of the mutation is not known to the client, so it is worth asking (a lookup with its key):
+ * no answer arrived, a refusal that can still end otherwise (still running, the store away), or a call that ran and
+ * whose answer was not recorded (`Idempotent-Resend: check`), which the client must not send again by itself.
  */
 export function mayHaveRun(error: unknown): boolean {
   if (!isClientError(error)) return false;
