@@ -83,7 +83,7 @@ export function createIdempotencyEngine<Tx>({
   limits,
   redact,
 }: IdempotencyEngineOptions<Tx>) {
-  checkedNumbers({
+  const bounds = {
     ttlMs,
     leaseMs,
     maxHoldMs,
@@ -91,8 +91,8 @@ export function createIdempotencyEngine<Tx>({
     storeTimeoutMs,
     transactionTimeoutMs,
     procedureTimeoutMs,
-    replayCacheSize,
-  });
+  };
+  checkedNumbers({ ...bounds, replayCacheSize });
   const atomic = store.atomic;
   if (mode === IdempotencyMode.ATOMIC && !atomic) {
     throw new TypeError("This store has no atomic mode; use mode: 'lease'.");
@@ -100,19 +100,7 @@ export function createIdempotencyEngine<Tx>({
   if (mode === IdempotencyMode.LEASE && typeof store.renew !== "function") {
     throw new TypeError("This store has no renew(): lease mode renews a running call's lease, so it needs one.");
   }
-  const settings = {
-    store,
-    ttlMs,
-    leaseMs,
-    maxHoldMs,
-    busyRetryAfterMs,
-    storeTimeoutMs,
-    transactionTimeoutMs,
-    procedureTimeoutMs,
-    waitUntil,
-    now,
-    cache: new ReplayCache(replayCacheSize),
-  };
+  const settings = { store, ...bounds, waitUntil, now, cache: new ReplayCache(replayCacheSize) };
   const { cache } = settings;
   const telemetry = telemetryOf(mode, telemetryOptions);
   const admission = limitsOf(limits, now);
