@@ -200,7 +200,8 @@ export function idempotentAction<
     try {
       const key = parseIdempotencyKey(keyFieldOf(form, name), name);
       const scope = checkedScope(await scopeOf(), "idempotentAction()");
-      // Typed as the action's value: only the hook sends the lookup field, and it reads the lookup's own answers.
+      // Typed as the action's value: only the hook and a check (ActionKeyField's field) send the lookup field, and
+      // what it answers is a value the action stored, or a refusal the form shows.
       if (form?.has(LOOKUP_FIELD)) return (await lookUp({ scope, path: name, key }, form)) as TResult;
       const request = { scope, path: name, key, fingerprint: await fieldsFingerprint(form as FormData) };
       const run = await engine.run(request, async (execution): Promise<Settlement<undefined>> => {

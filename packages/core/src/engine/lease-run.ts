@@ -214,7 +214,6 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
         await abortableDelay(delayMs, lease.signal);
         try {
           const stored = await complete(completion, true);
-          lease.stop();
           if (!stored) {
             emit(IdempotencyEventType.LEASE_LOST, request);
             return;

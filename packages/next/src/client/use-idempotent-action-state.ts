@@ -199,7 +199,8 @@ export function useIdempotentActionState<State>(
       // send, whatever the fields say now.
       const checked = form.get(IDEMPOTENCY_KEY_FIELD);
       if (form.get(LOOKUP_FIELD) === LOOKUP_CHECK && typeof checked === "string") {
-        inFlight.current = kept.read()?.key === checked ? kept.read() : undefined;
+        const open = kept.read();
+        inFlight.current = open?.key === checked ? open : undefined;
         dispatch(form);
         return;
       }
