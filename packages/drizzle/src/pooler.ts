@@ -98,9 +98,9 @@ const verdicts = new WeakMap<object, Verdict>();
 const PROBE_WAIT_MS = 2_000;
 
 /**
- * How many probes in all a pool too busy to lend the probe a second connection gets: the first call's, then one
- * each at later calls, which start it once they have taken their own connection and do not wait for it; past that
- * a sign refuses it (see `afterPoolerSign`).
+ * How many probes in all a pool too busy to lend the probe a second connection (or the pooler a second server
+ * connection) gets: the first call's, then one each at later calls, which start it once they have taken their own
+ * connection and do not wait for it; past that a sign refuses it (see `afterPoolerSign`).
  */
 const CROWDED_PROBES = 3;
 
@@ -212,14 +212,23 @@ function probeable(client: PostgresJsClient): boolean {
 const PROBE_ROUNDS = 3;
 
 /**
+ * How long the probe's first connection waits for a server connection of its own while the second holds the one it
+ * prepared on: as long as a pooler may take to open one (a backend to start, under load), well inside `PROBE_WAIT_MS`.
+ */
+const MOVE_WAIT_MS = 500;
+
+/**
  * Whether a transaction pooler between `client` and PostgreSQL loses the statements postgres.js prepares. On two
  * connections of the client's pool: the first prepares a statement (its text new, so only that server connection
- * has it); the second begins a transaction, which a pooler gives the server connection just freed; the first then
- * runs its statement in a transaction, which a pooler must give another server connection. There PostgreSQL says
- * the statement is missing (a pooler that loses them: PgBouncer before 1.21 or without `max_prepared_statements`,
- * Supavisor), or runs it (one that prepares them again: PgBouncer 1.21+ as Neon sets it up). A direct connection,
- * or a session pooler, runs every statement of a connection on one backend, so it is never refused; a pooler that
- * kept the first connection on its server for every round is not either (a sign after has it asked again).
+ * has it); the second begins a transaction, which a transaction pooler gives the server connection just freed; the
+ * first then runs its statement in a transaction, which the pooler must give another server connection. There
+ * PostgreSQL says the statement is missing (a pooler that loses them: PgBouncer before 1.21 or without
+ * `max_prepared_statements`, Supavisor), or runs it (one that prepares them again: PgBouncer 1.21+ as Neon sets it
+ * up). A direct connection, or a session pooler, never gives two connections one backend, so it is never refused.
+ *
+ * A round in which the first ran on its own backend again learned nothing, and "nothing learned" is never read as
+ * "not lost": once the two connections were seen sharing a backend (a transaction pooler, for sure), rounds that
+ * could not move the first mean a pool too busy to lend it a server connection (`PoolCrowded`: asked again later).
  */
 async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: number): Promise<boolean> {
   // One connection cannot be moved off its server by the probe, and a serverless function's pool is one.
@@ -236,16 +245,20 @@ async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: n
       throw new PoolCrowded();
     }
     const second = reserved.value;
+    let pooled = false;
     try {
       for (let round = 0; round < PROBE_ROUNDS; round++) {
         const probe = `select pg_backend_pid() as pid /* idemkit: pooler probe ${crypto.randomUUID()} */`;
         const prepared = { prepare: true, simple: false };
         const [where] = (await first.unsafe(probe, [], prepared)) as { pid: number }[];
         await second.unsafe("begin");
-        // The first is sent before the second lets its server connection go, so that a pooler that has another
-        // free one gives it that; one that has none gives it the freed one (nothing learned, no deadlock).
+        const [held] = (await second.unsafe("select pg_backend_pid() as pid")) as { pid: number }[];
+        const shared = String(held?.pid) === String(where?.pid);
+        pooled ||= shared;
+        // While the second holds the backend the statement was prepared on, a pooler must give the first another
+        // one, or make it wait for one; past the wait the second lets it go (no deadlock), and the round is lost.
         const began = first.unsafe("begin");
-        await settlesWithin(began, 50);
+        if (shared) await settlesWithin(began, MOVE_WAIT_MS);
         await second.unsafe("rollback");
         await began;
         try {
@@ -258,7 +271,6 @@ async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: n
           await first.unsafe("rollback");
         }
       }
-      return false;
     } catch (error) {
       // Either connection may be left in a transaction by a failure part-way (postgres.js 3 would hand it back to
       // the app's pool as it is, and the app's writes on it would be lost with that transaction).
@@ -269,6 +281,8 @@ async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: n
     } finally {
       second.release();
     }
+    if (pooled) throw new PoolCrowded();
+    return false;
   } finally {
     first.release();
   }
