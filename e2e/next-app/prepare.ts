@@ -2,9 +2,9 @@
  * A Next.js app as a new user starts it today and protects its checkout: the scaffold of create-next-app 16.4.3 with
  * its defaults (App Router, TypeScript, Tailwind, Turbopack, `cacheComponents` on), the README's three quickstarts
  * applied to it (`adoption.patch`, whose files the README shows: the table, the database, drizzle-kit's config; the
- * Server Action, its form, page and receipt; a route handler; a tRPC router, its route and its client), the packages
- * installed from their tarballs beside their peers with a plain `npm install` (so it gets what the registry serves
- * today, its peer checks on), its tables made with
+ * Server Action, its form, page and receipt; a route handler; a tRPC router, its route, its providers and a page
+ * whose button uses the hook), the README's `npm install` lines run as written, with idemkit's packages from their
+ * tarballs (so the app gets what the registry serves today, its peer checks on), its tables made with
  * `drizzle-kit push` as the quickstart says, and a production build. The one change that is not the quickstart's,
  * `offline-font.patch`, takes out the layout's Google fonts, which the build would download: nothing but the npm
  * registry is reached.
@@ -18,9 +18,10 @@ import { installedVersions, packed, run } from "../scaffold.js";
 const here = dirname(fileURLToPath(import.meta.url));
 const CREATE_NEXT_APP = "create-next-app@16.4.3";
 /** The packages the README's quickstarts install, and command-line, which stands in for its published version. */
-const PACKAGES = ["core", "command-line", "drizzle", "next", "trpc"] as const;
+const PACKAGES = ["core", "command-line", "drizzle", "next", "react", "trpc"] as const;
 /** What the app was installed at, reported so a run says which versions it tested. */
-const REPORTED = ["next", "react", "drizzle-orm", "postgres"];
+const REPORTED = ["next", "react", "drizzle-orm", "postgres", "@trpc/server", "@tanstack/react-query"];
+const README = join(here, "..", "..", "README.md");
 
 export interface NextApp {
   /** The app's folder, built: `next start` serves it. */
@@ -39,10 +40,17 @@ export async function prepareNextApp(databaseUrl: string): Promise<NextApp> {
     await run("git", ["apply", join(here, "adoption.patch"), join(here, "offline-font.patch")], dir);
     await turnOnOfflineResend(join(dir, "next.config.ts"));
 
+    // The README's install lines, as one install with idemkit's packages from their tarballs (until they are on the
+    // registry, a tarball's dependency on another is only met when both are installed together).
     const tarballs = await packed(PACKAGES, temp);
-    const peers = ["drizzle-orm", "postgres", "@trpc/server", "@trpc/client", "zod"];
-    await run("npm", ["install", "--no-audit", "--no-fund", ...tarballs, ...peers], dir);
-    await run("npm", ["install", "--no-audit", "--no-fund", "--save-dev", "drizzle-kit"], dir);
+    const installs = await quickstartInstalls();
+    const [plain, flagged] = [
+      installs.filter((args) => !args[0]?.startsWith("-")),
+      installs.filter((args) => args[0]?.startsWith("-")),
+    ];
+    const named = plain.flat().filter((arg) => !arg.startsWith("@idemkit/"));
+    await run("npm", ["install", "--no-audit", "--no-fund", ...tarballs, ...new Set(named)], dir);
+    for (const args of flagged) await run("npm", ["install", "--no-audit", "--no-fund", ...args], dir);
     // The tables, as the quickstart makes them: drizzle-kit from the app's own schema, idemkit's among them.
     await run("npx", ["drizzle-kit", "push"], dir, { DATABASE_URL: databaseUrl });
     await writeFile(join(dir, ".env.production.local"), `DATABASE_URL="${databaseUrl}"\n`);
@@ -54,6 +62,26 @@ export async function prepareNextApp(databaseUrl: string): Promise<NextApp> {
     await rm(temp, { recursive: true, force: true });
     throw error;
   }
+}
+
+/**
+ * The arguments of each `npm install` line of the README's quickstarts (the shell blocks under a "Quickstart"
+ * heading), in order; the one that installs from a checkout's tarballs is left out, as the packages are packed here.
+ */
+async function quickstartInstalls(): Promise<string[][]> {
+  const readme = await readFile(README, "utf8");
+  const quickstarts = readme.split(/^## /m).filter((section) => section.startsWith("Quickstart"));
+  const installs = quickstarts.flatMap((section) =>
+    [...section.matchAll(/```sh\n([\s\S]*?)\n```/g)].flatMap(([, block = ""]) =>
+      block
+        .replace(/\\\n\s*/g, "")
+        .split("\n")
+        .map((line) => line.replace(/(^|\s)#.*$/, "").trim()),
+    ),
+  );
+  const lines = installs.filter((line) => line.startsWith("npm install ") && !line.includes(".tgz"));
+  if (lines.length === 0) throw new Error(`${README} has no npm install line under a Quickstart heading`);
+  return lines.map((line) => line.split(/\s+/).slice(2));
 }
 
 /**

@@ -1,17 +1,46 @@
 /**
- * `npm run test:latest`: the newest published version of every peer the peer-range test installs, run as one more
- * end of it (a plain npm install beside the tarballs, type-checked, the store, atomic and outbox suites, the job
- * round), then a table of the versions and the result. Not part of npm test: its answer changes as the registry does.
+ * `npm run test:latest`: the newest combination of the peers the peer-range test installs that npm resolves without
+ * flags, run as one more end of it (a plain npm install beside the tarballs, type-checked, the store, atomic and
+ * outbox suites, the job round), then a table of the versions and the result. Each peer is at its newest, but where
+ * another of them takes it only at some versions (`@trpc/tanstack-react-query` takes `@trpc/client` and
+ * `@trpc/server` at exactly its own), at the newest of those, as a user who installs them together must pin it. Not
+ * part of npm test: its answer changes as the registry does.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const PEERS = ["@trpc/server", "@trpc/client", "drizzle-orm", "postgres", "pg-boss"];
+const PEERS = [
+  "@trpc/server",
+  "@trpc/client",
+  "@trpc/tanstack-react-query",
+  "@tanstack/react-query",
+  "drizzle-orm",
+  "postgres",
+  "pg-boss",
+];
 
-const versions = Object.fromEntries(
-  PEERS.map((name) => [name, execFileSync("npm", ["view", name, "version"], { encoding: "utf8" }).trim()]),
-);
+/** What `npm view <spec> <field> --json` prints, parsed; undefined when it prints nothing. */
+function view(spec: string, field: string): unknown {
+  const printed = execFileSync("npm", ["view", spec, field, "--json"], { encoding: "utf8" }).trim();
+  return printed ? JSON.parse(printed) : undefined;
+}
+
+/** The published versions `spec` (a name, or `name@range`) matches, oldest first. */
+function versionsOf(spec: string): string[] {
+  const found = view(spec, "version");
+  return Array.isArray(found) ? found.map(String) : found === undefined ? [] : [String(found)];
+}
+
+const versions: Record<string, string> = Object.fromEntries(PEERS.map((name) => [name, versionsOf(name).at(-1)]));
+for (const name of PEERS) {
+  const wants = (view(`${name}@${versions[name]}`, "peerDependencies") ?? {}) as Record<string, string>;
+  for (const [peer, range] of Object.entries(wants)) {
+    const allowed = peer in versions ? versionsOf(`${peer}@${range}`) : [];
+    const newest = allowed.at(-1);
+    if (newest && !allowed.includes(String(versions[peer]))) versions[peer] = newest;
+  }
+}
 const started = Date.now();
 const suite = spawnSync(
   process.execPath,

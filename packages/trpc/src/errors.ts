@@ -10,7 +10,7 @@ import {
   type Resend,
 } from "@idemkit/core";
 import { refusalHeaders } from "@idemkit/core/internal";
-import { type TRPC_ERROR_CODE_KEY, TRPCError } from "@trpc/server";
+import { type TRPC_ERROR_CODE_KEY, type TRPCDefaultErrorShape, TRPCError } from "@trpc/server";
 import type { IdempotencyHttp } from "./http.js";
 
 /** tRPC's code for each status core answers refusals with (`httpStatusOf`), so both agree by construction. */
@@ -61,4 +61,30 @@ export function idempotencyErrorData(error: TRPCError): IdempotencyErrorData | n
     resend: cause.resend,
     retryAfterMs: cause.retryAfterMs ?? null,
   };
+}
+
+/** A procedure's error shape for its refusals once `.errors(idempotencyErrors)` formats them: the code, typed. */
+export type IdempotencyErrorShape = TRPCDefaultErrorShape & {
+  data: TRPCDefaultErrorShape["data"] & { idempotency: IdempotencyErrorData };
+};
+
+/**
+ * For tRPC 11.22's per-procedure `.errors()`, placed before the middleware so that it sees the middleware's refusals:
+ *
+ *   t.procedure.errors(idempotencyErrors).use(idempotency({ store, scope }))
+ *
+ * The procedure's refusals then carry `data.idempotency` whatever the app's `errorFormatter` does, and a client's
+ * error for it is typed with it (`safe(client.placeOrder.mutate(input))`, the hook's `error`): `"idempotency" in
+ * error.data` narrows to `IdempotencyErrorData`, whose `code` the compiler checks. Other errors go on to the app's
+ * formatter, as if this were not there.
+ */
+export function idempotencyErrors({
+  error,
+  shape,
+}: {
+  error: TRPCError;
+  shape: TRPCDefaultErrorShape;
+}): IdempotencyErrorShape | undefined {
+  const idempotency = idempotencyErrorData(error);
+  return idempotency ? { ...shape, data: { ...shape.data, idempotency } } : undefined;
 }

@@ -4,8 +4,8 @@
  * @module @idemkit/trpc
  */
 export type { IdempotencyContext, IdempotencyOutcomeAnswer } from "@idemkit/core";
-export type { IdempotencyErrorData } from "./errors.js";
-export { idempotencyErrorData, toTRPCError } from "./errors.js";
+export type { IdempotencyErrorData, IdempotencyErrorShape } from "./errors.js";
+export { idempotencyErrorData, idempotencyErrors, toTRPCError } from "./errors.js";
 export type { IdempotencyHttp } from "./http.js";
 export { httpFromContext, withIdempotencyKey } from "./http.js";
 export type { IdempotencyOptions } from "./middleware.js";
