@@ -86,6 +86,8 @@ interface Verdict {
   unwaited?: boolean;
   /** How many probes found no second connection of the pool free in time. */
   crowded: number;
+  /** A probe saw a transaction pooler, though too busy to say whether it loses statements. */
+  pooled?: boolean;
 }
 
 const verdicts = new WeakMap<object, Verdict>();
@@ -110,8 +112,15 @@ const CROWDED_PROBES = 3;
  */
 const LATER_PROBE_WAIT_MS = 100;
 
-/** The probe found every other connection of the pool taken: it asks again later. */
-class PoolCrowded extends Error {}
+/**
+ * The probe found every other connection of the pool taken, or the pooler's every other server connection: it asks
+ * again later. `pooled` when it saw a transaction pooler all the same.
+ */
+class PoolCrowded extends Error {
+  constructor(readonly pooled = false) {
+    super("The pool had no connection free for the pooler probe.");
+  }
+}
 
 function verdictOf(client: PostgresJsClient): Verdict {
   let verdict = verdicts.get(client);
@@ -159,7 +168,10 @@ function probe(client: PostgresJsClient, verdict: Verdict, secondWaitMs: number)
     },
     (error: unknown) => {
       verdict.probe = undefined;
-      if (error instanceof PoolCrowded) verdict.crowded++;
+      if (error instanceof PoolCrowded) {
+        verdict.crowded++;
+        verdict.pooled ||= error.pooled;
+      }
       // The database did not answer it (down, or not there yet): the next call asks again, and waits for it.
       else verdict.unwaited = false;
     },
@@ -181,8 +193,9 @@ function afterThisTurn(): Promise<void> {
  * direct connection loses prepared statements too, and refusing every call for it would be an outage. So where the
  * probe can ask (a pool of two or more), the question is asked again, by the next call, which waits for it as the
  * first did, and this call fails as it is (nothing of it was kept; the engine answers so, and a retry is safe).
- * Where it cannot (a pool of one, a postgres.js without `reserve`, a pool too busy for every probe it had), or once
- * a probe said so, the refusal is kept for every call after it, in every mode.
+ * Where it cannot (a pool of one, a postgres.js without `reserve`, a pool too busy for every probe it had), where a
+ * probe already saw a transaction pooler (a sign there is no app's doing), or once a probe said so, the refusal is
+ * kept for every call after it, in every mode.
  */
 export function afterPoolerSign(db: object, detail: string, cause?: unknown): unknown {
   const refusal = poolerNeedsUnpreparedStatements(detail, cause);
@@ -190,7 +203,7 @@ export function afterPoolerSign(db: object, detail: string, cause?: unknown): un
   if (!client) return refusal;
   const verdict = verdictOf(client);
   if (verdict.refusal) return verdict.refusal;
-  if (!probeable(client) || verdict.crowded >= CROWDED_PROBES) {
+  if (!probeable(client) || verdict.crowded >= CROWDED_PROBES || verdict.pooled) {
     verdict.refusal = refusal;
     return refusal;
   }
@@ -224,11 +237,14 @@ const MOVE_WAIT_MS = 500;
  * first then runs its statement in a transaction, which the pooler must give another server connection. There
  * PostgreSQL says the statement is missing (a pooler that loses them: PgBouncer before 1.21 or without
  * `max_prepared_statements`, Supavisor), or runs it (one that prepares them again: PgBouncer 1.21+ as Neon sets it
- * up). A direct connection, or a session pooler, never gives two connections one backend, so it is never refused.
+ * up). A direct connection, or a session pooler, keeps each connection on one backend of its own, so it is never
+ * refused.
  *
- * A round in which the first ran on its own backend again learned nothing, and "nothing learned" is never read as
- * "not lost": once the two connections were seen sharing a backend (a transaction pooler, for sure), rounds that
- * could not move the first mean a pool too busy to lend it a server connection (`PoolCrowded`: asked again later).
+ * A round in which the first ran on its server connection again learned nothing, and "nothing learned" is never
+ * read as "no pooler" once one showed itself (two connections on one backend, or a connection that changed
+ * backends): that is a pool too busy to lend the first another server connection (`PoolCrowded`, asked again
+ * later). Rounds in which no pooler showed itself are a direct connection, a session pooler, or a pooler whose
+ * traffic took every freed server connection first; a sign after has it asked again (see `afterPoolerSign`).
  */
 async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: number): Promise<boolean> {
   // One connection cannot be moved off its server by the probe, and a serverless function's pool is one.
@@ -245,7 +261,7 @@ async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: n
       throw new PoolCrowded();
     }
     const second = reserved.value;
-    let pooled = false;
+    const backends = { first: new Set<string>(), second: new Set<string>() };
     try {
       for (let round = 0; round < PROBE_ROUNDS; round++) {
         const probe = `select pg_backend_pid() as pid /* idemkit: pooler probe ${crypto.randomUUID()} */`;
@@ -253,11 +269,14 @@ async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: n
         const [where] = (await first.unsafe(probe, [], prepared)) as { pid: number }[];
         await second.unsafe("begin");
         const [held] = (await second.unsafe("select pg_backend_pid() as pid")) as { pid: number }[];
+        backends.first.add(String(where?.pid));
+        backends.second.add(String(held?.pid));
         const shared = String(held?.pid) === String(where?.pid);
-        pooled ||= shared;
-        // While the second holds the backend the statement was prepared on, a pooler must give the first another
-        // one, or make it wait for one; past the wait the second lets it go (no deadlock), and the round is lost.
-        const began = first.unsafe("begin");
+        // Sent now (postgres.js sends a statement once it is awaited), while the second holds its backend: a pooler
+        // that has another free gives the first that one. Where the second holds the very backend the statement was
+        // prepared on, the pooler must give the first another or make it wait, so it is given the time to open one;
+        // past that the second lets its backend go (no deadlock), and the round learned nothing.
+        const began = Promise.resolve(first.unsafe("begin"));
         if (shared) await settlesWithin(began, MOVE_WAIT_MS);
         await second.unsafe("rollback");
         await began;
@@ -270,7 +289,10 @@ async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: n
         } finally {
           await first.unsafe("rollback");
         }
+        const pooled = shared || backends.first.size > 1 || backends.second.size > 1;
+        if (pooled) throw new PoolCrowded(true);
       }
+      return false;
     } catch (error) {
       // Either connection may be left in a transaction by a failure part-way (postgres.js 3 would hand it back to
       // the app's pool as it is, and the app's writes on it would be lost with that transaction).
@@ -281,8 +303,6 @@ async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: n
     } finally {
       second.release();
     }
-    if (pooled) throw new PoolCrowded();
-    return false;
   } finally {
     first.release();
   }

@@ -1,0 +1,106 @@
+/**
+ * The pooler check's verdicts, on a model of what it talks to: a direct connection (a backend per connection), and a
+ * transaction pooler (server connections lent per transaction, the last freed first, as PgBouncer does) that loses
+ * the statements a client prepared or prepares them again. The real PgBouncer runs in pooler.test.ts; the model
+ * stages what is hard to catch there: a pooler with no second server connection to lend while it is checked.
+ */
+import { IdempotencyErrorCode, isIdempotencyError } from "@idemkit/core";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterPoolerSign, refuseBehindPooler } from "../src/pooler.js";
+
+type Rows = { pid: number }[];
+
+/** A client connection's view of its statements: each answered as PostgreSQL would through `mode`. */
+function modelClient(mode: "direct" | { servers: number; prepared: "lost" | "prepared again" }) {
+  const idle = typeof mode === "object" ? Array.from({ length: mode.servers }, (_, at) => 200 + at) : [];
+  const waiting: Array<(pid: number) => void> = [];
+  const serverStatements = new Map<number, Set<string>>();
+  let connections = 0;
+
+  const acquire = (): Promise<number> => {
+    const pid = idle.pop();
+    return pid === undefined ? new Promise((resolve) => waiting.push(resolve)) : Promise.resolve(pid);
+  };
+  const release = (pid: number) => {
+    const next = waiting.shift();
+    if (next) next(pid);
+    else idle.push(pid);
+  };
+
+  const connect = () => {
+    const own = 100 + connections++;
+    const prepared = new Set<string>();
+    let holding: number | undefined;
+    const run = async (text: string, prepare: boolean): Promise<Rows> => {
+      if (mode === "direct") return text === "begin" || text === "rollback" ? [] : [{ pid: own }];
+      if (text === "begin") {
+        holding ??= await acquire();
+        return [];
+      }
+      if (text === "rollback") {
+        if (holding !== undefined) release(holding);
+        holding = undefined;
+        return [];
+      }
+      const pid = holding ?? (await acquire());
+      try {
+        const has = serverStatements.get(pid) ?? new Set<string>();
+        serverStatements.set(pid, has);
+        if (prepare && prepared.has(text) && !has.has(text) && mode.prepared === "lost") {
+          throw Object.assign(new Error("prepared statement does not exist"), { code: "26000" });
+        }
+        if (prepare) {
+          prepared.add(text);
+          has.add(text);
+        }
+        return [{ pid }];
+      } finally {
+        if (holding === undefined) release(pid);
+      }
+    };
+    return {
+      unsafe: (text: string, _args?: unknown[], options?: { prepare?: boolean }) =>
+        run(text, options?.prepare === true),
+      release() {},
+    };
+  };
+  const client = { begin() {}, options: { prepare: true, max: 4 }, reserve: async () => connect() };
+  return { $client: client };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const isRefusal = (value: unknown) =>
+  isIdempotencyError(value) && value.code === IdempotencyErrorCode.STORE_MISCONFIGURED;
+
+describe("the pooler check", () => {
+  it("passes a direct connection, and a later sign has it asked again rather than refused", async () => {
+    const db = modelClient("direct");
+    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    expect(isRefusal(afterPoolerSign(db, "A statement was lost."))).toBe(false);
+  });
+
+  it("refuses a transaction pooler that loses prepared statements, before anything runs", async () => {
+    const db = modelClient({ servers: 3, prepared: "lost" });
+    await expect(refuseBehindPooler(db)).rejects.toSatisfy(isRefusal);
+  });
+
+  it("passes a transaction pooler that prepares statements again (PgBouncer 1.21+)", async () => {
+    const db = modelClient({ servers: 3, prepared: "prepared again" });
+    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+  });
+
+  it("never reads a pooler with no other server connection to lend as 'no pooler': the first sign refuses", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const db = modelClient({ servers: 1, prepared: "lost" });
+    const checked = refuseBehindPooler(db);
+    await vi.advanceTimersByTimeAsync(1_000);
+    // Too busy to say whether statements are lost: this call goes on, and is asked again later...
+    await expect(checked).resolves.toBeUndefined();
+    // ...but a pooler was seen, so a lost statement is no app's DISCARD ALL: refused from then on.
+    expect(isRefusal(afterPoolerSign(db, "A statement was lost."))).toBe(true);
+    await expect(refuseBehindPooler(db)).rejects.toSatisfy(isRefusal);
+  });
+});
