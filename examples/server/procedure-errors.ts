@@ -1,6 +1,6 @@
 /**
- * trpc.ts's idempotentProcedure where the app's errorFormatter is not idemkit's to change: tRPC 11.22's per-procedure
- * `.errors()` puts the refusal's code in `data.idempotency` for this procedure alone, typed on the client.
+ * trpc.ts's idempotentProcedure for a router whose errorFormatter is not the app's to change (one shared by several
+ * apps): tRPC 11.22's per-procedure `.errors()` puts the refusal's code in `data.idempotency` for this procedure.
  */
 import { idempotency, idempotencyErrors } from "@idemkit/trpc";
 import superjson from "superjson";

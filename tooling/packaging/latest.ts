@@ -26,19 +26,39 @@ function view(spec: string, field: string): unknown {
   return printed ? JSON.parse(printed) : undefined;
 }
 
-/** The published versions `spec` (a name, or `name@range`) matches, oldest first. */
-function versionsOf(spec: string): string[] {
-  const found = view(spec, "version");
-  return Array.isArray(found) ? found.map(String) : found === undefined ? [] : [String(found)];
+/** Orders two versions as semver does, for the plain `major.minor.patch[-pre]` the registry holds here. */
+function byVersion(a: string, b: string): number {
+  const [mainA = "", preA] = a.split("-", 2);
+  const [mainB = "", preB] = b.split("-", 2);
+  const parts = (main: string) => main.split(".").map(Number);
+  const [x, y] = [parts(mainA), parts(mainB)];
+  for (let at = 0; at < 3; at++) if ((x[at] ?? 0) !== (y[at] ?? 0)) return (x[at] ?? 0) - (y[at] ?? 0);
+  if (preA === preB) return 0;
+  return preA === undefined ? 1 : preB === undefined ? -1 : preA < preB ? -1 : 1;
 }
 
+/** The published versions `spec` (a name, or `name@range`) matches, oldest first (npm lists them as published). */
+function versionsOf(spec: string): string[] {
+  const found = view(spec, "version");
+  const listed = Array.isArray(found) ? found.map(String) : found === undefined ? [] : [String(found)];
+  return listed.sort(byVersion);
+}
+
+// Until nothing moves (a peer held back can itself take other peers at fewer versions), a pass per peer at most. (The newest @trpc/server
+// that users without the TanStack integration get is the peer-range test's newest end, in npm test.)
 const versions: Record<string, string> = Object.fromEntries(PEERS.map((name) => [name, versionsOf(name).at(-1)]));
-for (const name of PEERS) {
-  const wants = (view(`${name}@${versions[name]}`, "peerDependencies") ?? {}) as Record<string, string>;
-  for (const [peer, range] of Object.entries(wants)) {
-    const allowed = peer in versions ? versionsOf(`${peer}@${range}`) : [];
-    const newest = allowed.at(-1);
-    if (newest && !allowed.includes(String(versions[peer]))) versions[peer] = newest;
+for (let moved = true, pass = 0; moved && pass < PEERS.length; pass++) {
+  moved = false;
+  for (const name of PEERS) {
+    const wants = (view(`${name}@${versions[name]}`, "peerDependencies") ?? {}) as Record<string, string>;
+    for (const [peer, range] of Object.entries(wants)) {
+      const allowed = peer in versions ? versionsOf(`${peer}@${range}`) : [];
+      const newest = allowed.at(-1);
+      if (newest && !allowed.includes(String(versions[peer]))) {
+        versions[peer] = newest;
+        moved = true;
+      }
+    }
   }
 }
 const started = Date.now();

@@ -69,14 +69,15 @@ export type IdempotencyErrorShape = TRPCDefaultErrorShape & {
 };
 
 /**
- * For tRPC 11.22's per-procedure `.errors()`, placed before the middleware so that it sees the middleware's refusals:
+ * For tRPC 11.22's per-procedure `.errors()`, where the router's `errorFormatter` cannot carry
+ * `idempotencyErrorData` (one shared by several apps). Place it before the middleware, so that it sees the
+ * middleware's refusals:
  *
  *   t.procedure.errors(idempotencyErrors).use(idempotency({ store, scope }))
  *
- * The procedure's refusals then carry `data.idempotency` whatever the app's `errorFormatter` does, and a client's
- * error for it is typed with it (`safe(client.placeOrder.mutate(input))`, the hook's `error`): `"idempotency" in
- * error.data` narrows to `IdempotencyErrorData`, whose `code` the compiler checks. Other errors go on to the app's
- * formatter, as if this were not there.
+ * The procedure's refusals then carry `data.idempotency`, and skip the app's formatter; its other errors go on to
+ * the app's formatter. A client's error for it is typed as the union of both shapes: `"idempotency" in error.data`
+ * narrows `error.data` to the refusal's, whose `code` the compiler checks.
  */
 export function idempotencyErrors({
   error,
