@@ -1,13 +1,14 @@
 /**
  * `npm run test:latest`: the newest published version of every peer the peer-range test installs, run as one more
  * end of it (a plain npm install beside the tarballs, type-checked, the store, atomic and outbox suites, the job
- * round), then a table of the versions and the result. Not part of npm test: its answer changes as the registry does.
+ * and Server Action rounds), then a table of the versions and the result. Not part of npm test: its answer changes
+ * as the registry does.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const PEERS = ["@trpc/server", "@trpc/client", "drizzle-orm", "postgres", "pg-boss"];
+const PEERS = ["@trpc/server", "@trpc/client", "drizzle-orm", "postgres", "pg-boss", "next", "react", "react-dom"];
 
 const versions = Object.fromEntries(
   PEERS.map((name) => [name, execFileSync("npm", ["view", name, "version"], { encoding: "utf8" }).trim()]),
