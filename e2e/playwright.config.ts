@@ -2,7 +2,7 @@
  * The checkout demo (apps/web, production build) in Chromium, twice: on embedded PGlite (port 3100) and on
  * PostgreSQL (port 3101, when E2E_DATABASE_URL is set; `npm run e2e` starts a throwaway server and sets it).
  * Both servers run with IDEMKIT_FAULTS=1 so tests can arm the fault switches. When E2E_T3_APP names a built T3 app
- * (`npm run e2e` makes one, see t3/prepare.ts), its post form is tested too (port 3102, the tests in t3/); when
+ * (`npm run e2e` makes one, see t3/prepare.ts), its post forms are tested too (port 3102, the tests in t3/); when
  * E2E_NEXT_APP names a built create-next-app (next-app/prepare.ts), its checkout (port 3103, the tests in next-app/).
  */
 import { tmpdir } from "node:os";

@@ -1,10 +1,11 @@
 /**
  * A create-t3-app as a new user makes it and adopts idemkit: the scaffold of create-t3-app 7.40.0 (App Router,
- * tRPC with `@trpc/react-query`, Drizzle on postgres.js, NextAuth), the T3 guide's diff applied to it
- * (`adoption.patch`), the packages installed from their tarballs with a plain `npm install` (T3's own dependencies
- * resolve as T3 pins them: tRPC 11.19, drizzle-orm 0.41, Next.js 15), its tables pushed with its own
- * `npm run db:push`, and a production build. The one change that is not the guide's, `offline-font.patch`, takes
- * out the layout's Google font, which the build would download: nothing but the npm registry is reached.
+ * tRPC with `@trpc/react-query`, Drizzle on postgres.js, NextAuth), the T3 guide's two diffs applied to it
+ * (`adoption.patch` for its tRPC mutation, `server-action.patch` for a Server Action form of its own), the packages
+ * installed from their tarballs with a plain `npm install` (T3's own dependencies resolve as T3 pins them: tRPC
+ * 11.19, drizzle-orm 0.41, Next.js 15.5), its tables pushed with its own `npm run db:push`, and a production build.
+ * The one change that is not the guide's, `offline-font.patch`, takes out the layout's Google font, which the build
+ * would download: nothing but the npm registry is reached.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -13,13 +14,18 @@ import { fileURLToPath } from "node:url";
 import { installedVersions, packed, run } from "../scaffold.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-/**
- * The packages the T3 guide installs, and core and command-line, which
- * stand in for their published versions.
- */
-const PACKAGES = ["core", "command-line", "trpc", "drizzle", "react"] as const;
+/** The packages the T3 guide installs, and core and command-line, which stand in for their published versions. */
+const PACKAGES = ["core", "command-line", "trpc", "drizzle", "react", "next"] as const;
 /** What the app was installed at, reported so a run says which versions it tested. */
-const REPORTED = ["@trpc/server", "@trpc/react-query", "@tanstack/react-query", "drizzle-orm", "postgres", "next"];
+const REPORTED = [
+  "@trpc/server",
+  "@trpc/react-query",
+  "@tanstack/react-query",
+  "drizzle-orm",
+  "postgres",
+  "next",
+  "react",
+];
 
 export interface T3App {
   /** The app's folder, built: `next start` serves it. */
@@ -45,7 +51,8 @@ export async function prepareT3App(databaseUrl: string): Promise<T3App> {
       ],
       temp,
     );
-    await run("git", ["apply", join(here, "adoption.patch"), join(here, "offline-font.patch")], dir);
+    const patches = ["adoption.patch", "server-action.patch", "offline-font.patch"].map((patch) => join(here, patch));
+    await run("git", ["apply", ...patches], dir);
 
     const tarballs = await packed(PACKAGES, temp);
     await run("npm", ["install", ...tarballs], dir);

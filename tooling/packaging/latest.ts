@@ -1,10 +1,10 @@
 /**
  * `npm run test:latest`: the newest combination of the peers the peer-range test installs that npm resolves without
  * flags, run as one more end of it (a plain npm install beside the tarballs, type-checked, the store, atomic and
- * outbox suites, the job round), then a table of the versions and the result. Each peer is at its newest, but where
- * another of them takes it only at some versions (`@trpc/tanstack-react-query` takes `@trpc/client` and
- * `@trpc/server` at exactly its own), at the newest of those, as a user who installs them together must pin it. Not
- * part of npm test: its answer changes as the registry does.
+ * outbox suites, the job and Server Action rounds), then a table of the versions and the result. Each peer is at
+ * its newest, but where another of them takes it only at some versions (`@trpc/tanstack-react-query` takes
+ * `@trpc/client` and `@trpc/server` at exactly its own), at the newest of those, as a user who installs them
+ * together must pin it. Not part of npm test: its answer changes as the registry does.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -18,6 +18,9 @@ const PEERS = [
   "drizzle-orm",
   "postgres",
   "pg-boss",
+  "next",
+  "react",
+  "react-dom",
 ];
 
 /** What `npm view <spec> <field> --json` prints, parsed; undefined when it prints nothing. */
@@ -44,8 +47,8 @@ function versionsOf(spec: string): string[] {
   return listed.sort(byVersion);
 }
 
-// Until nothing moves (a peer held back can itself take other peers at fewer versions), a pass per peer at most. (The newest @trpc/server
-// that users without the TanStack integration get is the peer-range test's newest end, in npm test.)
+// Until nothing moves (a peer held back can itself take other peers at fewer versions), a pass per peer at most.
+// (The newest @trpc/server, which users without the TanStack integration get, is the peer-range test's newest end.)
 const versions: Record<string, string> = Object.fromEntries(PEERS.map((name) => [name, versionsOf(name).at(-1)]));
 for (let moved = true, pass = 0; moved && pass < PEERS.length; pass++) {
   moved = false;

@@ -3,7 +3,9 @@
  * drizzle-orm and postgres.js installed with a plain `npm install` (from the npm registry, so its peer checks run),
  * then type-checked, a protected mutation run twice with one key, and the store and atomic-mode conformance suites
  * and the outbox's round run on PGlite and a real PostgreSQL; at the ends of pg-boss's range too (10.1 and 12, 12 on
- * the Node it needs), a job round on PostgreSQL. The versions between are what the rest of `npm test` runs on.
+ * the Node it needs), a job round on PostgreSQL; at the ends of `@idemkit/next`'s (next 15.5.0 with React 19.0, and
+ * next 16's newest), a Server Action round on PostgreSQL. The versions between are what the rest of `npm test` runs
+ * on.
  */
 import { execFile } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
@@ -31,7 +33,7 @@ const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const CONSUMER = fileURLToPath(new URL("../consumer/", import.meta.url));
 const TSC = createRequire(import.meta.url).resolve("typescript/bin/tsc");
 const VITEST = join(ROOT, "node_modules", "vitest", "vitest.mjs");
-/** The packages whose peer ranges these ends are of. */
+/** The packages whose peer ranges every end is of; pg-boss's and next's join an end that names their peer. */
 const PACKAGES = ["core", "command-line", "trpc", "drizzle", "outbox"] as const;
 
 const ENDS = {
@@ -41,6 +43,10 @@ const ENDS = {
     "drizzle-orm": "0.41.0",
     postgres: "3.4.0",
     "pg-boss": "10.1.0",
+    // The first next with every API @idemkit/next imports (unstable_isUnrecognizedActionError came in 15.5.0).
+    next: "15.5.0",
+    react: "19.0.0",
+    "react-dom": "19.0.0",
   },
   newest: {
     "@trpc/server": "11.25.2",
@@ -48,6 +54,9 @@ const ENDS = {
     "drizzle-orm": "0.45.4",
     postgres: "4.2.0",
     "pg-boss": "12.38.1",
+    next: "16.5.0",
+    react: "19.3.1",
+    "react-dom": "19.3.1",
   },
   "release candidate": {
     "@trpc/server": "11.25.2",
@@ -80,13 +89,15 @@ const ends: Array<[string, Record<string, string>]> = LATEST ? [["latest", JSON.
 
 describe.each(ends)("the %s end of the peer ranges", (_, versions) => {
   const pgBoss = pgBossRound(versions["pg-boss"]);
+  const next = versions.next !== undefined;
+  const packages = [...PACKAGES, ...(pgBoss ? ["pg-boss"] : []), ...(next ? ["next"] : [])];
   it("installs with a plain npm install, type-checks, replays a call, and keeps the store contract", async () => {
     const temp = await mkdtemp(join(tmpdir(), "idemkit-peers-"));
     temps.push(temp);
     const app = join(temp, "app");
     await mkdir(app, { recursive: true });
     const tarballs: Record<string, string> = {};
-    for (const name of pgBoss ? [...PACKAGES, "pg-boss"] : PACKAGES) {
+    for (const name of packages) {
       const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", temp], {
         cwd: join(ROOT, "packages", name),
       });
@@ -105,8 +116,8 @@ describe.each(ends)("the %s end of the peer ranges", (_, versions) => {
       }),
     );
     await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline"], { cwd: app, timeout: 240_000 });
-    // The test tools are the workspace's: vitest runs the suites, and its types and Node's check them.
-    for (const name of ["vitest", "@types/node"]) {
+    // The test tools are the workspace's: vitest runs the suites, and its types, Node's and React's check them.
+    for (const name of ["vitest", "@types/node", ...(next ? ["@types/react", "@types/react-dom"] : [])]) {
       await mkdir(join(app, "node_modules", ...name.split("/").slice(0, -1)), { recursive: true });
       await symlink(join(ROOT, "node_modules", name), join(app, "node_modules", name), "dir");
     }
@@ -116,6 +127,7 @@ describe.each(ends)("the %s end of the peer ranges", (_, versions) => {
       await copyFile(join(CONSUMER, "jobs.round.ts"), join(app, "jobs.round.ts"));
       await copyFile(join(CONSUMER, "pg-boss", pgBoss.boss), join(app, "boss.ts"));
     }
+    if (next) await copyFile(join(CONSUMER, "actions.round.ts"), join(app, "actions.round.ts"));
     const tables = ["idempotency_keys", "outbox_events", "processed_events"].flatMap(migrationStatementsFor);
     await writeFile(join(app, "schema.sql"), [...new Set(tables)].join("\n"));
     await writeFile(
@@ -131,7 +143,12 @@ describe.each(ends)("the %s end of the peer ranges", (_, versions) => {
           skipLibCheck: true,
           outDir: "out",
         },
-        files: ["app.ts", "stores.conformance.ts", ...(pgBoss ? ["jobs.round.ts"] : [])],
+        files: [
+          "app.ts",
+          "stores.conformance.ts",
+          ...(pgBoss ? ["jobs.round.ts"] : []),
+          ...(next ? ["actions.round.ts"] : []),
+        ],
       }),
     );
     await run(process.execPath, [TSC, "-p", "tsconfig.json"], { cwd: app });
@@ -155,23 +172,51 @@ describe.each(ends)("the %s end of the peer ranges", (_, versions) => {
       });
       expect(`${suites.stdout}\n${suites.stderr}`).toMatch(/Tests\s+\d+ passed/);
 
-      if (!pgBoss) return;
-      const [node = "node", ...nodeArgs] = pgBoss.node;
-      const round = await run(node, [...nodeArgs, join("out", "jobs.round.js")], {
-        cwd: app,
-        env: { ...process.env, IDEMKIT_PEER_DATABASE_URL: database.url },
-        timeout: 120_000,
-      });
-      const jobs = JSON.parse(round.stdout.trim().split("\n").at(-1) ?? "") as Record<string, unknown>;
-      const id = (jobs.first as { id: string }).id;
-      expect(jobs).toEqual({
-        first: { id, sent: true },
-        again: { id, sent: false, reason: "exists", state: "created" },
-        undoneSentLater: { id: expect.any(String), sent: true },
-        resent: { id, sent: true },
-        runs: 2,
-        mailed: 1,
-      });
+      if (pgBoss) {
+        const [node = "node", ...nodeArgs] = pgBoss.node;
+        const round = await run(node, [...nodeArgs, join("out", "jobs.round.js")], {
+          cwd: app,
+          env: { ...process.env, IDEMKIT_PEER_DATABASE_URL: database.url },
+          timeout: 120_000,
+        });
+        const jobs = JSON.parse(round.stdout.trim().split("\n").at(-1) ?? "") as Record<string, unknown>;
+        const id = (jobs.first as { id: string }).id;
+        expect(jobs).toEqual({
+          first: { id, sent: true },
+          again: { id, sent: false, reason: "exists", state: "created" },
+          undoneSentLater: { id: expect.any(String), sent: true },
+          resent: { id, sent: true },
+          runs: 2,
+          mailed: 1,
+        });
+      }
+      if (next) {
+        // A database of its own: the round makes its tables as a new app's migration would.
+        const actionsDatabase = await createDatabase(inject("postgresUrl"));
+        try {
+          const round = await run(process.execPath, [join("out", "actions.round.js")], {
+            cwd: app,
+            env: { ...process.env, IDEMKIT_PEER_DATABASE_URL: actionsDatabase.url },
+            timeout: 60_000,
+          });
+          const actions = JSON.parse(round.stdout.trim().split("\n").at(-1) ?? "") as { redirected: string[] };
+          expect(actions).toEqual({
+            first: { orderId: 1 },
+            again: { orderId: 1 },
+            redirected: [
+              expect.stringMatching(/^NEXT_REDIRECT;(push|replace);\/orders\/2;307;$/),
+              actions.redirected[0],
+            ],
+            notFound: ["NEXT_HTTP_ERROR_FALLBACK;404", "NEXT_HTTP_ERROR_FALLBACK;404"],
+            // The order, and the redirected one; the one that ended in notFound() was rolled back.
+            orders: 2,
+            keyField: expect.stringMatching(/was called outside a request scope/),
+            form: expect.stringContaining("Place order</button>"),
+          });
+        } finally {
+          await actionsDatabase.drop();
+        }
+      }
     } finally {
       await database.drop();
     }

@@ -1,7 +1,8 @@
 /**
- * The T3 guide's diff (docs/t3.md) is the patch `npm run e2e` applies to a create-t3-app scaffold and tests in Chromium
- * (e2e/t3/adoption.patch): file by file, the lines it adds and removes are the patch's, in the same order, so a
- * user who follows the README literally gets the app that was tested.
+ * The T3 guide's diffs (docs/t3.md) are the patches `npm run e2e` applies to a create-t3-app scaffold and tests in
+ * Chromium (e2e/t3/adoption.patch for its tRPC mutation, e2e/t3/server-action.patch for a Server Action form): file
+ * by file, the lines each adds and removes are its patch's, in the same order, so a user who follows the guide
+ * literally gets the app that was tested.
  */
 import { readFile } from "node:fs/promises";
 import { expect, it } from "vitest";
@@ -30,10 +31,10 @@ function changesOf(lines: string[], fileOf: (line: string) => string | undefined
   return changes;
 }
 
-function readmeChanges(readme: string): Changes {
-  const section = readme;
-  const block = section.slice(section.indexOf("```diff\n") + "```diff\n".length, section.indexOf("\n```\n"));
-  return changesOf(block.split("\n"), (line) => /^ \/\/ ([\w./[\]-]+)(?::|$)/.exec(line)?.[1]);
+/** The changes of each diff block of the guide, in the order they appear. */
+function guideChanges(guide: string): Changes[] {
+  const blocks = [...guide.matchAll(/^```diff\n([\s\S]*?)\n```$/gm)].map((match) => String(match[1]));
+  return blocks.map((block) => changesOf(block.split("\n"), (line) => /^ \/\/ ([\w./[\]-]+)(?::|$)/.exec(line)?.[1]));
 }
 
 function patchChanges(patch: string): Changes {
@@ -43,10 +44,19 @@ function patchChanges(patch: string): Changes {
   });
 }
 
-it("the T3 guide's diff adds and removes exactly the lines of the patch the browser tests run", async () => {
-  const readme = await readFile(new URL("docs/t3.md", ROOT), "utf8");
-  const patch = await readFile(new URL("e2e/t3/adoption.patch", ROOT), "utf8");
-  const documented = readmeChanges(readme);
-  expect(Object.keys(documented).length).toBeGreaterThanOrEqual(7);
-  expect(documented).toEqual(patchChanges(patch));
+/** The patches the browser tests apply, in the order the guide shows their diffs, and how many files each changes. */
+const PATCHES = [
+  ["e2e/t3/adoption.patch", 7],
+  ["e2e/t3/server-action.patch", 3],
+] as const;
+
+it("each of the T3 guide's diffs adds and removes exactly the lines of the patch the browser tests run", async () => {
+  const guide = await readFile(new URL("docs/t3.md", ROOT), "utf8");
+  const documented = guideChanges(guide);
+  expect(documented).toHaveLength(PATCHES.length);
+  for (const [index, [path, files]] of PATCHES.entries()) {
+    const patch = await readFile(new URL(path, ROOT), "utf8");
+    expect(Object.keys(documented[index] ?? {}), path).toHaveLength(files);
+    expect(documented[index], path).toEqual(patchChanges(patch));
+  }
 });
