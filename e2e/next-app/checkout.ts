@@ -3,20 +3,12 @@
  * hydrated, and the orders counted in the database.
  */
 import { type BrowserContext, expect, type Page } from "@playwright/test";
-import postgres from "postgres";
+import { appDatabase } from "../app-database.js";
 
-const url = process.env.E2E_NEXT_APP_DATABASE_URL;
-if (!url) throw new Error("E2E_NEXT_APP_DATABASE_URL is not set: run the new app's tests through `npm run e2e`.");
-/** The tests' connection, opened when first used: the spec files of one worker share it, each closing it after. */
-let sql: postgres.Sql | undefined;
-const database = () => (sql ??= postgres(url, { max: 2, onnotice: () => {} }));
+const { sql: database, close } = appDatabase("E2E_NEXT_APP_DATABASE_URL");
 
-/** Closes the tests' connection; for `test.afterAll`. The next test that counts orders opens it again. */
-export async function closeDatabase(): Promise<void> {
-  const open = sql;
-  sql = undefined;
-  await open?.end();
-}
+/** Closes the tests' connection; for `test.afterAll`. */
+export const closeDatabase = close;
 
 /** Signs a new user in on `context` and returns their id. */
 export async function signIn(context: BrowserContext, baseURL: string): Promise<string> {
