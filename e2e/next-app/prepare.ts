@@ -13,6 +13,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { shellLines } from "@idemkit/testkit";
 import { installedVersions, packed, run } from "../scaffold.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -71,14 +72,7 @@ export async function prepareNextApp(databaseUrl: string): Promise<NextApp> {
 async function quickstartInstalls(): Promise<string[][]> {
   const readme = await readFile(README, "utf8");
   const quickstarts = readme.split(/^## /m).filter((section) => section.startsWith("Quickstart"));
-  const installs = quickstarts.flatMap((section) =>
-    [...section.matchAll(/```sh\n([\s\S]*?)\n```/g)].flatMap(([, block = ""]) =>
-      block
-        .replace(/\\\n\s*/g, "")
-        .split("\n")
-        .map((line) => line.replace(/(^|\s)#.*$/, "").trim()),
-    ),
-  );
+  const installs = quickstarts.flatMap(shellLines);
   const lines = installs.filter((line) => line.startsWith("npm install ") && !line.includes(".tgz"));
   if (lines.length === 0) throw new Error(`${README} has no npm install line under a Quickstart heading`);
   return lines.map((line) => line.split(/\s+/).slice(2));

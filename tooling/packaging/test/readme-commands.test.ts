@@ -10,6 +10,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { shellLines } from "@idemkit/testkit";
 import { beforeAll, expect, it } from "vitest";
 import { readPages } from "./pages.js";
 
@@ -22,19 +23,6 @@ interface Manifest {
   private?: boolean;
   scripts?: Record<string, string>;
   bin?: Record<string, string>;
-}
-
-/** Each shell line of a page's ```sh blocks, its comment dropped and its continuations joined. */
-function shellLines(readme: string): string[] {
-  const lines: string[] = [];
-  for (const [, block = ""] of readme.matchAll(/```sh\n([\s\S]*?)\n```/g)) {
-    const joined = block.replace(/\\\n\s*/g, "");
-    for (const line of joined.split("\n")) {
-      const command = line.replace(/(^|\s)#.*$/, "").trim();
-      if (command) lines.push(command);
-    }
-  }
-  return lines;
 }
 
 let lines: string[];

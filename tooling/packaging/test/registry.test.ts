@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { announcementsOf } from "@idemkit/testkit";
+import { announcementsOf, shellLines } from "@idemkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readPages } from "./pages.js";
 
@@ -63,9 +63,7 @@ function freePort(): Promise<number> {
  */
 async function installCommands(): Promise<string[][]> {
   return readPages()
-    .flatMap(({ text }) => [...text.matchAll(/```sh\n([\s\S]*?)\n```/g)])
-    .flatMap(([, block = ""]) => block.split("\n"))
-    .map((line) => line.replace(/#.*$/, "").trim())
+    .flatMap(({ text }) => shellLines(text))
     .filter((line) => line.startsWith("npm install @idemkit/"))
     .map((line) => line.split(/\s+/));
 }
@@ -154,8 +152,10 @@ describe("the release pipeline and the Install section, on a local registry", ()
       "@idemkit/react",
       "@idemkit/redis",
       "@idemkit/trpc",
+      "@tanstack/react-query",
       "@trpc/client",
       "@trpc/server",
+      "@trpc/tanstack-react-query",
       "drizzle-orm",
       "pg-boss",
       "postgres",

@@ -43,3 +43,4 @@ export type { RunningPostgres, StartPostgresOptions } from "./postgres.js";
 export { createDatabase, freePort, startPostgres } from "./postgres.js";
 export type { RunningRedis, RunningRedisCluster, StartRedisOptions } from "./redis.js";
 export { startRedis, startRedisCluster } from "./redis.js";
+export { shellLines } from "./shell-lines.js";
