@@ -17,7 +17,6 @@ import {
   type TRPCLink,
 } from "@trpc/client";
 import { initTRPC } from "@trpc/server";
-import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { observable } from "@trpc/server/observable";
 import superjson from "superjson";
 import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, inject, it, vi } from "vitest";
@@ -38,6 +37,7 @@ import { idempotency } from "../src/index.js";
 import { type AppOptions, type AppRouter, BUSINESS_TABLES, createApp } from "./app.js";
 import { mutate } from "./client.js";
 import { testClock } from "./clock.js";
+import { serveRouter } from "./serve-router.js";
 
 let database: Awaited<ReturnType<typeof openPostgres>>;
 const closers: Array<{ close(): Promise<void> }> = [];
@@ -634,14 +634,7 @@ describe("without a data transformer", () => {
           return { sum: input.a + input.b, at: new Date(0).toISOString() };
         }),
     });
-    const server = await serveFetch((req) =>
-      fetchRequestHandler({
-        endpoint: "/trpc",
-        req,
-        router,
-        createContext: ({ req: r, resHeaders }) => ({ req: r, resHeaders }),
-      }),
-    );
+    const server = await serveRouter(router);
     const proxy = await startFaultProxy(server.url);
     closers.push(proxy, server);
     const client = createTRPCClient<typeof router>({
@@ -682,14 +675,7 @@ describe("without the app's error formatter", () => {
           return answer();
         }),
     });
-    const server = await serveFetch((req) =>
-      fetchRequestHandler({
-        endpoint: "/trpc",
-        req,
-        router,
-        createContext: ({ req: r, resHeaders }) => ({ req: r, resHeaders }),
-      }),
-    );
+    const server = await serveRouter(router);
     const proxy = await startFaultProxy(server.url);
     closers.push(proxy, server);
     const client = createTRPCClient<typeof router>({

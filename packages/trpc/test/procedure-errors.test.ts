@@ -6,14 +6,14 @@
 
 import type { IdempotencyErrorCode } from "@idemkit/core";
 import { drizzleStore } from "@idemkit/drizzle";
-import { openPostgres, serveFetch } from "@idemkit/testkit";
+import { openPostgres } from "@idemkit/testkit";
 import { createTRPCClient, safe } from "@trpc/client";
 import { initTRPC, TRPCError } from "@trpc/server";
-import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, inject, it } from "vitest";
 import { z } from "zod";
 import { idempotencyContext, idempotencyLink } from "../src/client/index.js";
 import { idempotency, idempotencyErrors } from "../src/index.js";
+import { serveRouter } from "./serve-router.js";
 
 let database: Awaited<ReturnType<typeof openPostgres>>;
 const closers: Array<{ close(): Promise<void> }> = [];
@@ -42,14 +42,7 @@ async function serveShop() {
         return { paid: input.cents };
       }),
   });
-  const server = await serveFetch((req) =>
-    fetchRequestHandler({
-      endpoint: "/trpc",
-      req,
-      router,
-      createContext: ({ req: r, resHeaders }) => ({ req: r, resHeaders }),
-    }),
-  );
+  const server = await serveRouter(router);
   closers.push(server);
   const client = createTRPCClient<typeof router>({ links: [idempotencyLink({ url: `${server.url}/trpc` })] });
   return { client, runs: () => runs };
