@@ -1,35 +1,33 @@
 /**
- * `npm run bench:latency`: what protection costs where users feel it, with PostgreSQL across a network. The bench
- * server reaches a real PostgreSQL (fsync on) through a TCP proxy that adds a round trip of 1, 2, 4 and 8 ms (both
- * of its sockets noDelay, as a router does no Nagle). Requests go one at a time, so a request's latency is its round
- * trips to the database plus CPU. Scenarios, in interleaved rounds:
+ * `npm run bench:latency`: what protection costs where users feel it, in round trips to the database, on each driver.
+ * The bench server reaches a real PostgreSQL (fsync on) through a TCP proxy that adds a round trip (4 ms) and counts
+ * the server's flights: what it sends before an answer reaches it, one round trip each however many statements it
+ * holds (see the testkit's latency proxy). So the round trips are counted, not fitted from timings: exact, whatever
+ * the CPU does. Requests go one at a time. For each driver under Drizzle (postgres.js 3 with its defaults, what
+ * create-t3-app installs; postgres.js 4; node-postgres) and each path (direct; through PgBouncer in transaction mode,
+ * the proxy in front of it, postgres.js with `prepare: false`, as behind Supabase's or Neon's pooler), per scenario:
  *
  *   unprotected            the order's writes in a plain transaction
- *   hand-written atomic    the same writes made exactly-once by hand (bench/server.ts handWrittenOrder): the floor
+ *   hand-written atomic    the same writes made exactly-once by hand (bench/server.ts handWrittenOrder): the floor.
+ *                          Direct only: its statements are prepared by name, which the pooler loses
  *   hand-written, idemkit's statements  the same by hand with idemkit's claim, savepoint and completion, and none of
- *                          its engine (idemkitSqlOrder): what its statements' round trips are apart from its code
+ *                          its engine (idemkitSqlOrder)
  *   atomic, first          idemkit's atomic mode on the same writes, a fresh key per request
  *   lease, first           idemkit's lease mode with drizzleStore, a fresh key per request
  *   no-op, unprotected     a procedure that does nothing
  *   replay from PostgreSQL a duplicate, answered by the store (the replay cache off), against the no-op
- *   pooled: …              the same through a PgBouncer in transaction mode beside the database, the proxy's round
- *                          trip in front of it, and postgres.js with `prepare: false`, as behind Supabase's or
- *                          Neon's pooler; against the unprotected order through it
  *
- * For each round trip it prints the p50 of each scenario and the round trips it adds over its baseline: its p50
- * less the baseline's, over the round trip measured through the proxy (`select 1`). The last column fits all the
- * round trips at once (the slope of the difference), which CPU time does not bend.
- * Environment: LATENCY_RTTS (1,2,4,8), LATENCY_REQUESTS per scenario per round (40), LATENCY_ROUNDS (2).
+ * It prints each scenario's round trips per request, those it adds over its baseline, and its p50.
+ * Environment: LATENCY_RTT_MS (4), LATENCY_REQUESTS per scenario (20), LATENCY_DRIVERS (all three, comma-separated).
  */
 import { Agent } from "node:http";
 import { createDatabase, startLatencyProxy, startPgbouncer, startPostgres } from "@idemkit/testkit";
-import postgres from "postgres";
 import { openDatabase } from "../src/server/database";
 import { percentile, post, printTable, startBenchServer } from "./shared";
 
-const ROUND_TRIPS_MS = (process.env.LATENCY_RTTS ?? "1,2,4,8").split(",").map(Number);
-const REQUESTS = Number(process.env.LATENCY_REQUESTS ?? 40);
-const ROUNDS = Number(process.env.LATENCY_ROUNDS ?? 2);
+const ROUND_TRIP_MS = Number(process.env.LATENCY_RTT_MS ?? 4);
+const REQUESTS = Number(process.env.LATENCY_REQUESTS ?? 20);
+const DRIVERS = (process.env.LATENCY_DRIVERS ?? "postgres.js 3,postgres.js 4,node-postgres").split(",");
 const BODY = JSON.stringify({ json: { items: [{ sku: "tea", qty: 2 }] } });
 const REPLAY_KEYS = Array.from({ length: 50 }, () => globalThis.crypto.randomUUID());
 
@@ -38,13 +36,19 @@ interface Scenario {
   path: string;
   key: (n: number) => string | undefined;
   baseline: string;
-  /** Through PgBouncer in transaction mode, postgres.js with `prepare: false`, as a hosted app is. */
-  pooled?: true;
+  /** Sent only on a direct connection. */
+  direct?: true;
 }
 const fresh = () => globalThis.crypto.randomUUID();
 const scenarios: Scenario[] = [
   { name: "unprotected", path: "bench.placeOrderUnprotected", key: () => undefined, baseline: "unprotected" },
-  { name: "hand-written atomic", path: "bench.placeOrderHandWritten", key: fresh, baseline: "unprotected" },
+  {
+    name: "hand-written atomic",
+    path: "bench.placeOrderHandWritten",
+    key: fresh,
+    baseline: "unprotected",
+    direct: true,
+  },
   {
     name: "hand-written, idemkit's statements",
     path: "bench.placeOrderIdemkitSql",
@@ -60,27 +64,6 @@ const scenarios: Scenario[] = [
     key: (n) => REPLAY_KEYS[n % REPLAY_KEYS.length],
     baseline: "no-op, unprotected",
   },
-  {
-    name: "pooled: unprotected",
-    path: "bench.placeOrderUnprotected",
-    key: () => undefined,
-    baseline: "pooled: unprotected",
-    pooled: true,
-  },
-  {
-    name: "pooled: atomic, first",
-    path: "bench.placeOrderAtomic",
-    key: fresh,
-    baseline: "pooled: unprotected",
-    pooled: true,
-  },
-  {
-    name: "pooled: lease, first",
-    path: "bench.leaseOrderPostgres",
-    key: fresh,
-    baseline: "pooled: unprotected",
-    pooled: true,
-  },
 ];
 
 const postgresServer = await startPostgres({ durable: true });
@@ -88,108 +71,89 @@ const database = await createDatabase(postgresServer.url, "idemkit_latency");
 const migrated = await openDatabase({ url: database.url, max: 1 });
 await migrated.close();
 const target = new URL(database.url);
-const proxy = await startLatencyProxy({ host: target.hostname, port: Number(target.port) });
-const proxiedUrl = proxy.urlFor(database.url);
-const server = await startBenchServer(proxiedUrl);
-// The same round trip to a PgBouncer beside the database, as a hosted app has to its pooler.
 const bouncer = await startPgbouncer(postgresServer.url);
 const pooledTarget = new URL(bouncer.pooled(database.url));
-const pooledProxy = await startLatencyProxy({ host: pooledTarget.hostname, port: Number(pooledTarget.port) });
-const pooledServer = await startBenchServer(pooledProxy.urlFor(pooledTarget.toString()), undefined, {
-  BENCH_PREPARE: "false",
-});
+const paths = [
+  {
+    name: "direct",
+    proxy: await startLatencyProxy({ host: target.hostname, port: Number(target.port) }, ROUND_TRIP_MS),
+    url: database.url,
+    env: {},
+  },
+  {
+    name: "PgBouncer",
+    proxy: await startLatencyProxy({ host: pooledTarget.hostname, port: Number(pooledTarget.port) }, ROUND_TRIP_MS),
+    url: pooledTarget.toString(),
+    env: { BENCH_PREPARE: "false" },
+  },
+];
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-const probe = postgres(proxiedUrl, { max: 1 });
 
-const send = async (path: string, key: string | undefined, pooled = false) => {
-  const base = pooled ? pooledServer.url : server.url;
-  const answer = await post(`${base}/api/trpc/${path}`, { agent, user: "bench", key, body: BODY });
-  if (answer.status !== 200) throw new Error(`${path} answered ${answer.status}: ${answer.body}`);
-  return answer;
-};
-
-/** The latencies of `count` calls of `call`, one at a time, in ms. */
-async function latenciesOf(count: number, call: (n: number) => Promise<unknown>): Promise<number[]> {
-  const latenciesMs: number[] = [];
-  for (let n = 0; n < count; n++) {
-    const begin = performance.now();
-    await call(n);
-    latenciesMs.push(performance.now() - begin);
-  }
-  return latenciesMs;
+/** What one scenario measured: round trips per request, and its latencies. */
+interface Measured {
+  roundTrips: number;
+  latenciesMs: number[];
 }
-const median = (values: number[]) =>
-  percentile(
-    [...values].sort((a, b) => a - b),
-    50,
-  );
 
 try {
-  for (const key of REPLAY_KEYS) await send("bench.placeOrderNoCache", key);
-
-  /** Per round trip: the measured round trip, and each scenario's latencies. */
-  const results = new Map<number, { measuredMs: number; latencies: Map<string, number[]> }>();
-  for (const roundTripMs of ROUND_TRIPS_MS) {
-    proxy.setRoundTripMs(roundTripMs);
-    pooledProxy.setRoundTripMs(roundTripMs);
-    // Every pooled connection of the server warms up at this round trip before anything is measured.
-    for (const scenario of scenarios)
-      await latenciesOf(20, (n) => send(scenario.path, scenario.key(n), scenario.pooled));
-    const latencies = new Map<string, number[]>(scenarios.map((scenario) => [scenario.name, []]));
-    const measured: number[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      measured.push(...(await latenciesOf(REQUESTS, () => probe`select 1`)));
-      for (const scenario of scenarios) {
-        latencies
-          .get(scenario.name)
-          ?.push(...(await latenciesOf(REQUESTS, (n) => send(scenario.path, scenario.key(n), scenario.pooled))));
+  const rows: string[][] = [];
+  for (const driver of DRIVERS) {
+    for (const path of paths) {
+      const server = await startBenchServer(path.proxy.urlFor(path.url), undefined, {
+        ...path.env,
+        BENCH_DRIVER: driver,
+        BENCH_POOL: "2",
+      });
+      try {
+        const send = async (route: string, key: string | undefined) => {
+          const answer = await post(`${server.url}/api/trpc/${route}`, { agent, user: "bench", key, body: BODY });
+          if (answer.status !== 200) throw new Error(`${route} answered ${answer.status}: ${answer.body}`);
+        };
+        const sent = scenarios.filter((scenario) => !scenario.direct || path.name === "direct");
+        // Every statement is prepared on every connection, and every replay key stored, before anything is counted.
+        for (const key of REPLAY_KEYS) await send("bench.placeOrderNoCache", key);
+        for (const scenario of sent) for (let n = 0; n < 10; n++) await send(scenario.path, scenario.key(n));
+        const measured = new Map<string, Measured>();
+        for (const scenario of sent) {
+          const latenciesMs: number[] = [];
+          const before = path.proxy.flights();
+          for (let n = 0; n < REQUESTS; n++) {
+            const begin = performance.now();
+            await send(scenario.path, scenario.key(n));
+            latenciesMs.push(performance.now() - begin);
+          }
+          measured.set(scenario.name, { roundTrips: (path.proxy.flights() - before) / REQUESTS, latenciesMs });
+        }
+        for (const scenario of sent) {
+          const own = measured.get(scenario.name) as Measured;
+          const baseline = measured.get(scenario.baseline) as Measured;
+          rows.push([
+            driver,
+            path.name,
+            scenario.name,
+            own.roundTrips.toFixed(2),
+            scenario.name === scenario.baseline ? "" : `+${(own.roundTrips - baseline.roundTrips).toFixed(2)}`,
+            scenario.name === scenario.baseline ? "" : scenario.baseline,
+            percentile(
+              [...own.latenciesMs].sort((a, b) => a - b),
+              50,
+            ).toFixed(1),
+          ]);
+        }
+      } finally {
+        await server.stop();
       }
     }
-    results.set(roundTripMs, { measuredMs: median(measured), latencies });
   }
-
-  const p50 = (roundTripMs: number, name: string) => median(results.get(roundTripMs)?.latencies.get(name) ?? []);
-  const added = (roundTripMs: number, { name, baseline }: Scenario) =>
-    p50(roundTripMs, name) - p50(roundTripMs, baseline);
-  /** Least squares over the round trips: the added ms per ms of round trip, which is the round trips added. */
-  function slope(scenario: Scenario): number {
-    const points = ROUND_TRIPS_MS.map((ms) => [results.get(ms)?.measuredMs ?? ms, added(ms, scenario)] as const);
-    const meanX = points.reduce((sum, [x]) => sum + x, 0) / points.length;
-    const meanY = points.reduce((sum, [, y]) => sum + y, 0) / points.length;
-    const covariance = points.reduce((sum, [x, y]) => sum + (x - meanX) * (y - meanY), 0);
-    const variance = points.reduce((sum, [x]) => sum + (x - meanX) ** 2, 0);
-    return covariance / variance;
-  }
-
   console.log(
-    `\nidemkit bench:latency: PostgreSQL fsync on, behind a proxy adding ${ROUND_TRIPS_MS.join(", ")} ms round trips ` +
-      `(measured ${ROUND_TRIPS_MS.map((ms) => results.get(ms)?.measuredMs.toFixed(2)).join(", ")} ms with select 1); ` +
-      `one request at a time, ${ROUNDS} rounds x ${REQUESTS} requests per scenario\n`,
+    `\nidemkit bench:latency: PostgreSQL fsync on, behind a proxy adding ${ROUND_TRIP_MS} ms round trips and ` +
+      `counting them; one request at a time, ${REQUESTS} requests per scenario, pools of 2\n`,
   );
-  printTable(
-    [
-      "scenario",
-      ...ROUND_TRIPS_MS.map((ms) => `p50 @${ms}ms`),
-      ...ROUND_TRIPS_MS.map((ms) => `+RT @${ms}ms`),
-      "+RT (fit)",
-      "over",
-    ],
-    scenarios.map((scenario) => [
-      scenario.name,
-      ...ROUND_TRIPS_MS.map((ms) => p50(ms, scenario.name).toFixed(2)),
-      ...ROUND_TRIPS_MS.map((ms) => (added(ms, scenario) / (results.get(ms)?.measuredMs ?? ms)).toFixed(2)),
-      scenario.name === scenario.baseline ? "" : slope(scenario).toFixed(2),
-      scenario.baseline,
-    ]),
-  );
+  printTable(["driver", "path", "scenario", "round trips", "added", "over", `p50 ms @${ROUND_TRIP_MS}ms`], rows);
 } finally {
   // Also when a scenario fails: nothing of the bench is left running.
-  await probe.end({ timeout: 1 });
   agent.destroy();
-  await server.stop();
-  await pooledServer.stop();
-  await proxy.close();
-  await pooledProxy.close();
+  for (const path of paths) await path.proxy.close();
   await bouncer.stop();
   await database.drop();
   await postgresServer.stop();

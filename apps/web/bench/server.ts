@@ -32,19 +32,41 @@ import { serveFetch } from "@idemkit/testkit";
 import { idempotency } from "@idemkit/trpc";
 import { TRPCError } from "@trpc/server";
 import { and, eq } from "drizzle-orm";
+import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
 import { drizzle } from "drizzle-orm/postgres-js";
+import pg from "pg";
 import postgres from "postgres";
+import postgres4 from "postgres4";
 import { createClient } from "redis";
 import superjson from "superjson";
 import { z } from "zod";
+import type { Database } from "../src/server/database";
 import { createHandler, createRouter, type OrderItem, placeOrderInput, t, writeOrder } from "../src/server/router";
 
-const client = postgres(String(process.env.DATABASE_URL), {
+/** The bench's database on `driver`: the same Drizzle API whichever it is, so every scenario runs unchanged. */
+function openBenchDatabase(
+  url: string,
+  { driver, max, prepare }: { driver: string; max: number; prepare: boolean },
+): { db: Database; close(): Promise<void> } {
+  if (driver === "node-postgres") {
+    const pool = new pg.Pool({ connectionString: url, max });
+    return { db: drizzleNodePostgres(pool) as unknown as Database, close: () => pool.end() };
+  }
+  if (driver === "postgres.js 4") {
+    const client = postgres4(url, { max, prepare });
+    return { db: drizzle(client as never) as unknown as Database, close: () => client.end({ timeout: 1 }) };
+  }
+  if (driver !== "postgres.js 3") throw new Error(`BENCH_DRIVER: no driver ${driver}`);
+  const client = postgres(url, { max, prepare });
+  return { db: drizzle(client), close: () => client.end({ timeout: 1 }) };
+}
+
+const { db, close } = openBenchDatabase(String(process.env.DATABASE_URL), {
+  driver: process.env.BENCH_DRIVER ?? "postgres.js 3",
   max: Number(process.env.BENCH_POOL ?? 10),
-  // BENCH_PREPARE=false: as behind a transaction pooler.
+  // BENCH_PREPARE=false: as behind a transaction pooler (postgres.js's option; node-postgres prepares only by name).
   prepare: process.env.BENCH_PREPARE !== "false",
 });
-const db = drizzle(client);
 const app = createRouter({ db });
 const uncached = createRouter({ db, replayCacheSize: 0 });
 const idempotent = t.procedure.use(
@@ -211,7 +233,7 @@ console.log(`LISTENING ${server.url}`);
 // Exit through process.exit so that profilers (--cpu-prof) and pools get to finish.
 process.once("SIGTERM", async () => {
   await server.close();
-  await client.end({ timeout: 1 });
+  await close();
   redis?.destroy();
   dynamo?.destroy();
   process.exit(0);

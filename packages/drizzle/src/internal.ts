@@ -4,9 +4,11 @@
  * the benchmark runs by hand to tell their cost from the engine's. Apps should not import it: names and signatures
  * here may change in any release.
  */
-export { isLockTimeout, isPreparedStatementLost } from "./driver-errors.js";
+export { driverOf } from "./driver.js";
+export { isConnectionLost, isLockTimeout, isPreparedStatementLost, sqlStateOf } from "./driver-errors.js";
 export { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
-export { afterPoolerSign, failsRolledBackCommits, postgresJsPrepare, refuseBehindPooler } from "./pooler.js";
+export { afterPoolerSign, refuseBehindPooler } from "./pooler.js";
+export { postgresJsPrepare } from "./postgres-js.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
 export { SAVEPOINT, statementsFor } from "./record-statements.js";
 export type { Executor, Row, Statement } from "./statements.js";

@@ -15,52 +15,7 @@
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { onceLog } from "@idemkit/core/internal";
 import { isPreparedStatementLost } from "./driver-errors.js";
-
-/**
- * What `guardedConnections` (`@idemkit/postgres-js-guard`) marks its socket factory with, by this registered name:
- * its sockets fail a COMMIT answered ROLLBACK.
- */
-const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
-
-/** A connection of a postgres.js pool held for the probe alone (`sql.reserve()`, postgres.js 3.4 and 4). */
-interface ReservedConnection {
-  unsafe(text: string, args?: unknown[], options?: { prepare?: boolean; simple?: boolean }): PromiseLike<unknown[]>;
-  release(): void;
-}
-
-/** A postgres.js client (`sql`), as far as idemkit reads it. */
-interface PostgresJsClient {
-  begin: unknown;
-  options: { prepare?: unknown; socket?: unknown; max?: unknown };
-  reserve?(): PromiseLike<ReservedConnection>;
-}
-
-/** The postgres.js client of `db`, or undefined on another driver. */
-function postgresJsClient(db: object): PostgresJsClient | undefined {
-  const withPrimary = db as { $primary?: object; $client?: unknown };
-  const client = ((withPrimary.$primary as { $client?: unknown } | undefined)?.$client ?? withPrimary.$client) as
-    | Partial<PostgresJsClient>
-    | undefined;
-  return typeof client?.begin === "function" && client.options ? (client as PostgresJsClient) : undefined;
-}
-
-/** postgres.js's `prepare` option on `db` (true, its default, or false), or undefined on another driver. */
-export function postgresJsPrepare(db: object): boolean | undefined {
-  const prepare = postgresJsClient(db)?.options.prepare;
-  return typeof prepare === "boolean" ? prepare : undefined;
-}
-
-/**
- * Whether a COMMIT on `db` that PostgreSQL answered ROLLBACK is reported as one: on postgres.js 4, which fails it
- * itself (TRANSACTION_ROLLED_BACK; its client has `stats`, which 3's has not), or through `guardedConnections`,
- * whose sockets fail it; else postgres.js 3 may report it done (with `prepare` on, behind a pooler).
- */
-export function failsRolledBackCommits(db: object): boolean {
-  const client = postgresJsClient(db);
-  if (!client) return false;
-  const socket = client.options.socket as { [FAILS_ROLLED_BACK_COMMITS]?: true } | undefined;
-  return "stats" in client || socket?.[FAILS_ROLLED_BACK_COMMITS] === true;
-}
+import { type PostgresJsClient, postgresJsClient } from "./postgres-js.js";
 
 /** The refusal for such a database once a pooler showed itself: the fix is one option. */
 export function poolerNeedsUnpreparedStatements(detail: string, cause?: unknown): IdempotencyError {
@@ -193,7 +148,7 @@ function afterThisTurn(): Promise<void> {
  * direct connection loses prepared statements too, and refusing every call for it would be an outage. So where the
  * probe can ask (a pool of two or more), the question is asked again, by the next call, which waits for it as the
  * first did, and this call fails as it is (nothing of it was kept; the engine answers so, and a retry is safe).
- * Where it cannot (a pool of one, a postgres.js without `reserve`, a pool too busy for every probe it had), where a
+ * Where it cannot (a pool of one, a pool too busy for every probe it had), where a
  * probe already saw a transaction pooler (a sign there is no app's doing), or once a probe said so, the refusal is
  * kept for every call after it, in every mode.
  */
@@ -218,7 +173,7 @@ const signsLog = onceLog();
 
 /** Whether the probe can ask `client`: it needs two connections of the pool at once (see `losesPreparedStatements`). */
 function probeable(client: PostgresJsClient): boolean {
-  return typeof client.reserve === "function" && Number(client.options.max) >= 2;
+  return Number(client.options.max) >= 2;
 }
 
 /** How many times the probe tries to have its connection moved to another server connection. */
@@ -249,9 +204,9 @@ const MOVE_WAIT_MS = 500;
 async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: number): Promise<boolean> {
   // One connection cannot be moved off its server by the probe, and a serverless function's pool is one.
   if (!probeable(client)) return false;
-  const first = await (client.reserve as () => PromiseLike<ReservedConnection>)();
+  const first = await client.reserve();
   try {
-    const pending = (client.reserve as () => PromiseLike<ReservedConnection>)();
+    const pending = client.reserve();
     const reserved = await settlesWithin(pending, secondWaitMs);
     if (!reserved) {
       Promise.resolve(pending).then(

@@ -18,7 +18,7 @@ import { sha256Hex } from "@idemkit/core/internal";
 import { type SQL, sql } from "drizzle-orm";
 import { getTableConfig, type PgTable, QueryBuilder } from "drizzle-orm/pg-core";
 import { databaseMessageOf, isPreparedStatementLost, sqlStateOf } from "./driver-errors.js";
-import { postgresJsPrepare } from "./pooler.js";
+import { postgresJsPrepare } from "./postgres-js.js";
 import { sqlLiteral } from "./sql-literal.js";
 
 /**

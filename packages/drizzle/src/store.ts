@@ -35,8 +35,16 @@ import { IdempotencyError, IdempotencyErrorCode, ProcedureTransactionError } fro
 import { checkedNumber, DEFAULT_WAIT_MS } from "@idemkit/core/internal";
 import { replacement } from "@idemkit/core/store";
 import { bypassGuard } from "./bypass-guard.js";
-import { againIfConnectionLost, isLockTimeout, isPreparedStatementLost, isProcedureFailure } from "./driver-errors.js";
-import { afterPoolerSign, failsRolledBackCommits, postgresJsPrepare, refuseBehindPooler } from "./pooler.js";
+import { driverOf } from "./driver.js";
+import {
+  againIfConnectionLost,
+  isConnectionLost,
+  isLockTimeout,
+  isPreparedStatementLost,
+  isProcedureFailure,
+} from "./driver-errors.js";
+import { afterPoolerSign, refuseBehindPooler } from "./pooler.js";
+import { postgresJsPrepare } from "./postgres-js.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
 import {
@@ -111,10 +119,9 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   const statements = statementsFor(qualifiedName(table));
   const guard = watchBypasses ? bypassGuard(db) : undefined;
   preparedOnce(db);
-  // postgres.js prepares its COMMIT: behind a pooler it is refused (see pooler.ts), and where a COMMIT answered
-  // ROLLBACK would be reported done, the record is read back once the transaction is over.
-  const preparedCommits = postgresJsPrepare(db) === true;
-  const checkCommits = preparedCommits && !failsRolledBackCommits(db);
+  // postgres.js with prepare on loses statements behind a transaction pooler, which it is refused (see pooler.ts).
+  const namesLostBehindPooler = postgresJsPrepare(db) === true;
+  const { provesCommits } = driverOf(db);
 
   /**
    * Claims `request` through `executor`: the database itself (lease mode), or an atomic transaction (`inTransaction`),
@@ -196,10 +203,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       if (completing && !(await completing.done)) {
         throw new Error("The claimed record vanished inside its own transaction.");
       }
-      if (checkCommits && completing && claimed) await provenCommitted(claimed);
+      if (!provesCommits && completing && claimed) await provenCommitted(claimed);
       return result;
     } catch (error) {
-      if (preparedCommits && isPreparedStatementLost(error)) {
+      if (namesLostBehindPooler && isPreparedStatementLost(error)) {
         throw afterPoolerSign(db, "PostgreSQL lost a prepared statement.", error);
       }
       if (!finished || !completing || !claimed || !(await isProcedureFailure(error, completing.done))) throw error;
@@ -238,7 +245,9 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
             await savepoint.catch(() => {});
             if (isLockTimeout(error)) return { status: "busy" };
             // Nothing of the procedure ran yet, so the transaction is begun again.
-            if (isPreparedStatementLost(error) && !preparedCommits) throw new StatementLostBeforeWork(error);
+            if (isConnectionLost(error) || (isPreparedStatementLost(error) && !namesLostBehindPooler)) {
+              throw new StatementLostBeforeWork(error);
+            }
             throw error;
           }
           await savepoint;
@@ -266,9 +275,10 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   }
 
   /**
-   * Reads back the record a transaction completed: it is there, under the transaction's fence, only if the COMMIT
-   * was. A driver that reported a rolled-back COMMIT as done is refused from then on (see pooler.ts); a read that
-   * fails leaves the outcome unknown, which the engine answers as such.
+   * Reads back the record a transaction completed, where the driver may report a rolled-back COMMIT done (see
+   * `Driver.provesCommits`): it is there, under the transaction's fence, only if the COMMIT was. Such a driver is
+   * refused from then on (see pooler.ts); a read that fails leaves the outcome unknown, which the engine answers as
+   * such.
    */
   async function provenCommitted(request: ClaimRequest & { fence: number }): Promise<void> {
     const kept = await againIfConnectionLost(() => run(db, statements.KEPT, [...keyOf(request.id), request.fence]));

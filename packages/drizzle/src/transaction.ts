@@ -14,7 +14,8 @@
  * sends after that are refused by the fence: postgres.js would run them on the reconnected connection, outside any
  * transaction, and commit them one by one.
  */
-import { againIfConnectionLost } from "./driver-errors.js";
+import { driverOf } from "./driver.js";
+import { againIfConnectionLost, isPreparedStatementLost } from "./driver-errors.js";
 import type { AnyPgDatabase, Executor } from "./statements.js";
 import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
 
@@ -28,10 +29,11 @@ export type TransactionOf<TDb extends AnyPgDatabase> = Parameters<Parameters<TDb
 /**
  * Runs `work` in a transaction of `db`: its statements fenced in (none goes through once the transaction is over,
  * see `transaction-fence.ts`; `own` is the same transaction for idemkit's own statements, fenced at less cost),
- * and the driver never left to write on a connection that died under it. A transaction
- * whose connection was lost before `work` began is begun again (see `againIfConnectionLost`): after a restart,
- * postgres.js fails the first statement on each reconnected connection with the error that ended it. So is one
- * whose `work` threw `StatementLostBeforeWork`.
+ * and the driver never left to write on a connection that died under it. A transaction whose connection was lost
+ * before `work` began is begun again (see `againIfConnectionLost`): after a restart, postgres.js fails the first
+ * statement on each reconnected connection with the error that ended it. So is one whose `work` threw
+ * `StatementLostBeforeWork`: its first statements (the claim) leave with BEGIN, so they meet a lost connection
+ * first.
  */
 export async function transactionOf<TDb extends AnyPgDatabase, T>(
   db: TDb,
@@ -41,6 +43,7 @@ export async function transactionOf<TDb extends AnyPgDatabase, T>(
     return await transactionOnce(db, work);
   } catch (error) {
     if (!(error instanceof StatementLostBeforeWork)) throw error;
+    if (!isPreparedStatementLost(error.cause)) throw error.cause;
     // Nothing of it ran: begun once more, with idemkit's statements now unnamed.
     return await transactionOnce(db, work).catch((again: unknown) => {
       throw again instanceof StatementLostBeforeWork ? again.cause : again;
@@ -49,12 +52,13 @@ export async function transactionOf<TDb extends AnyPgDatabase, T>(
 }
 
 /**
- * What `work` throws when one of idemkit's statements failed, before anything of the caller's ran, because a
- * transaction pooler lost its prepared name (see `run` in statements.ts): `transactionOf` begins it once more.
+ * What `work` throws when one of idemkit's statements failed before anything of the caller's ran: its connection
+ * was lost, or a transaction pooler lost its prepared name (see `run` in statements.ts). `transactionOf` begins the
+ * transaction again.
  */
 export class StatementLostBeforeWork extends Error {
   constructor(override readonly cause: unknown) {
-    super("A statement lost its prepared name before the transaction's work began", { cause });
+    super("A statement was lost before the transaction's work began", { cause });
   }
 }
 
@@ -68,7 +72,7 @@ function transactionOnce<TDb extends AnyPgDatabase, T>(
       began = true;
       return work(tx, own);
     }).catch((error: unknown) => {
-      throw began ? new Begun(error) : error;
+      throw began && !(error instanceof StatementLostBeforeWork) ? new Begun(error) : error;
     });
   }).catch((error: unknown) => {
     throw error instanceof Begun ? error.error : error;
@@ -86,8 +90,8 @@ function attempt<TDb extends AnyPgDatabase, T>(
 ): Promise<T> {
   let givenUp = false;
   let fence: TransactionFence<TransactionOf<TDb>> | undefined;
-  const transaction = db.transaction(async (tx: TransactionOf<TDb>) => {
-    const current = fenceTransaction(tx);
+  const transaction = driverOf(db).transaction(async (tx) => {
+    const current = fenceTransaction(tx as TransactionOf<TDb>);
     fence = current;
     let value: T;
     try {

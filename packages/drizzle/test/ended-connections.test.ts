@@ -1,7 +1,7 @@
 /**
  * idemkit's transactions on a postgres.js 3.4.9 pool whose connection the database ends under them (here by
  * `pg_terminate_backend`, as a crash or a restart ends it), on a real PostgreSQL: plain, and through
- * `@idemkit/postgres-js-guard`. Pools have one connection, so the next statement must go through the connection
+ * `@idemkit/postgres-js-guard`; and on postgres.js 4, where idemkit begins and ends the transactions itself. Pools have one connection, so the next statement must go through the connection
  * that was ended. vitest fails a run on any uncaught exception, so "nothing uncaught" is checked by every test.
  */
 import { guardedConnections } from "@idemkit/postgres-js-guard";
@@ -9,19 +9,20 @@ import { endingConnections } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
+import postgres4 from "postgres4";
 import { describe, expect, it } from "vitest";
+import { driverOf } from "../src/driver.js";
 import { drizzleStore } from "../src/index.js";
-import { failsRolledBackCommits } from "../src/pooler.js";
 
-const ending = endingConnections();
+const endingDatabase = endingConnections();
 
 function pool({ guarded }: { guarded: boolean }): postgres.Sql {
   const options = { max: 1, connect_timeout: 2, onnotice: () => {} };
-  return ending.track(postgres(ending.url, guarded ? guardedConnections(options) : options));
+  return endingDatabase.track(postgres(endingDatabase.url, guarded ? guardedConnections(options) : options));
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const { terminate, terminateBackendOf } = ending;
+const { terminate, terminateBackendOf } = endingDatabase;
 
 describe("idemkit's own transactions, on a plain postgres.js pool", () => {
   it("never have postgres.js throw uncaught for a connection that closed under them", async () => {
@@ -48,34 +49,52 @@ describe("idemkit's own transactions, on a plain postgres.js pool", () => {
 describe("drizzleStore on a guarded pool", () => {
   it("is known by the mark the guard's sockets carry, so atomic mode reads nothing back after its COMMIT", () => {
     // The two packages share the mark by its registered name alone; a misspelt name on either side fails here.
-    expect(failsRolledBackCommits(drizzle(pool({ guarded: true })))).toBe(true);
-    expect(failsRolledBackCommits(drizzle(pool({ guarded: false })))).toBe(false);
+    expect(driverOf(drizzle(pool({ guarded: true }))).provesCommits).toBe(true);
+    expect(driverOf(drizzle(pool({ guarded: false }))).provesCommits).toBe(false);
   });
 
   it.each(["fails", "catches the failure and returns"] as const)(
     "refuse an atomic call whose connection ended just after its claim, whose procedure %s, and serve the next",
-    async (ending) => {
-      const db = drizzle(pool({ guarded: true }));
-      const store = drizzleStore({ db });
-      const key = globalThis.crypto.randomUUID();
-      const call = store.atomic.transaction(async (session) => {
-        await session.claim(claimOf(key));
-        await terminateBackendOf(session.tx);
-        const next = session.tx.execute(sql`select 1`);
-        await (ending === "fails" ? next : next.catch(() => {}));
-        await session.complete(claimOf(key).id, { status: 200, body: "{}" }, Date.now() + 60_000, {
-          undoEffects: false,
-        });
-        return "done";
-      });
-      await expect(call).rejects.toThrow();
-      expect(await store.get(claimOf(key).id)).toBeUndefined();
-      expect(await store.atomic.transaction((session) => session.claim(claimOf(key)))).toMatchObject({
-        status: "claimed",
-      });
+    (ending) => refusesAndServesTheNext(drizzle(pool({ guarded: true })), ending),
+  );
+});
+
+describe("drizzleStore on postgres.js 4, whose transactions idemkit begins itself", () => {
+  it.each(["fails", "catches the failure and returns"] as const)(
+    "refuses an atomic call whose connection ended just after its claim, whose procedure %s, and serves the next",
+    (ending) => {
+      const client = postgres4(endingDatabase.url, { max: 1, connect_timeout: 2, onnotice: () => {} });
+      return refusesAndServesTheNext(drizzle(endingDatabase.track(client as never)), ending);
     },
   );
 });
+
+/**
+ * An atomic call on a pool of one whose connection the database ends right after the claim: the call is refused,
+ * nothing of it kept, and the next call on the pool is served.
+ */
+async function refusesAndServesTheNext(
+  db: ReturnType<typeof drizzle>,
+  ending: "fails" | "catches the failure and returns",
+): Promise<void> {
+  const store = drizzleStore({ db });
+  const key = globalThis.crypto.randomUUID();
+  const call = store.atomic.transaction(async (session) => {
+    await session.claim(claimOf(key));
+    await terminateBackendOf(session.tx);
+    const next = session.tx.execute(sql`select 1`);
+    await (ending === "fails" ? next : next.catch(() => {}));
+    await session.complete(claimOf(key).id, { status: 200, body: "{}" }, Date.now() + 60_000, {
+      undoEffects: false,
+    });
+    return "done";
+  });
+  await expect(call).rejects.toThrow();
+  expect(await store.get(claimOf(key).id)).toBeUndefined();
+  expect(await store.atomic.transaction((session) => session.claim(claimOf(key)))).toMatchObject({
+    status: "claimed",
+  });
+}
 
 function claimOf(key: string) {
   const now = Date.now();

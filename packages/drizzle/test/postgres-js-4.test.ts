@@ -1,13 +1,15 @@
 /**
  * postgres.js 4, the major a new app installs today, beside 3.4 (the rest of the suite's): the store and atomic
- * conformance suites on it, and what differs. postgres.js 4 fails a COMMIT that PostgreSQL answered ROLLBACK itself
- * (TRANSACTION_ROLLED_BACK), where 3 reports it done; so atomic mode reads its record back after the COMMIT on 3
- * with `prepare` on, and not on 4.
+ * conformance suites on it, and what differs. On 4 idemkit begins its transactions itself and reads COMMIT's answer
+ * (see src/postgres-js.ts), so atomic mode reads nothing back after the COMMIT; on 3 with `prepare` on, which can
+ * report a rolled-back COMMIT done, it reads its record back. The transaction the procedure gets is Drizzle's own all
+ * the same, and nests. Its round trips: `round-trips.test.ts`.
  */
 import { createIdempotencyEngine } from "@idemkit/core";
 import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
 import { createDatabase, MIGRATIONS_FOLDER } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
+import { PgTransaction } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres3 from "postgres";
@@ -78,5 +80,33 @@ describe("atomic mode's proof of its COMMIT", () => {
   it("is postgres.js 4's own, which fails a COMMIT answered ROLLBACK: no read after it; on 3, one", async () => {
     expect(await readsBackOn(onFour)).toBe(0);
     expect(await readsBackOn(onThree)).toBe(1);
+  });
+});
+
+describe("the transaction idemkit begins on postgres.js 4", () => {
+  it("is Drizzle's own, and nests: a savepoint that fails is undone alone, the rest commits with the answer", async () => {
+    const engine = createIdempotencyEngine({ store: drizzleStore({ db: onFour.db }) });
+    const request = { scope: "s", path: "notes.nest", key: crypto.randomUUID(), fingerprint: "fp" };
+    const marker = (name: string) => `${request.key}:${name}`;
+    const work = async ({ tx }: { tx: AnyDb }) => {
+      expect(tx).toBeInstanceOf(PgTransaction);
+      await tx.execute(sql`insert into atomic_notes (marker) values (${marker("outer")})`);
+      await tx.transaction((inner: AnyDb) =>
+        inner.execute(sql`insert into atomic_notes (marker) values (${marker("kept")})`),
+      );
+      await tx
+        .transaction(async (inner: AnyDb) => {
+          await inner.execute(sql`insert into atomic_notes (marker) values (${marker("undone")})`);
+          throw new Error("undone");
+        })
+        .catch(() => {});
+      return { value: "placed", response: { status: 200, body: '"placed"' } };
+    };
+    expect(await engine.run(request, work)).toEqual({ replayed: false, value: "placed" });
+    expect(await engine.run(request, work)).toEqual({ replayed: true, response: { status: 200, body: '"placed"' } });
+    const kept = await onFour.query("select marker from atomic_notes where marker like $1 order by marker", [
+      `${request.key}:%`,
+    ]);
+    expect(kept).toEqual([{ marker: marker("kept") }, { marker: marker("outer") }]);
   });
 });

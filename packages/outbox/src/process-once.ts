@@ -13,7 +13,8 @@
 import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
 import {
   afterPoolerSign,
-  failsRolledBackCommits,
+  driverOf,
+  isConnectionLost,
   isLockTimeout,
   isPreparedStatementLost,
   named,
@@ -24,6 +25,7 @@ import {
   refuseBehindPooler,
   run,
   StatementLostBeforeWork,
+  sqlStateOf,
   transactionOf,
 } from "@idemkit/drizzle/internal";
 import { type ProcessedEventsTable, type PurgeOptions, processedEvents } from "./outbox-schema.js";
@@ -95,14 +97,17 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
   }
   const { MARK, CHECK } = statementsOf(table);
   preparedOnce(db);
-  const preparedCommit = postgresJsPrepare(db) === true;
-  const checkCommit = preparedCommit && !failsRolledBackCommits(db);
+  // postgres.js with prepare on loses statements behind a transaction pooler, which it is refused (see pooler.ts).
+  const namesLostBehindPooler = postgresJsPrepare(db) === true;
   await refuseBehindPooler(db);
-  const result = await transactionOf(db, async (tx, own) => {
+  let check: Promise<unknown> | undefined;
+  const outcome = await transactionOf(db, async (tx, own) => {
     const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;
     const [mark] = await run(own, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
       // The handler has not run: the transaction is begun again (postgres.js with prepare on is refused below).
-      if (isPreparedStatementLost(cause) && !preparedCommit) throw new StatementLostBeforeWork(cause);
+      if (isConnectionLost(cause) || (isPreparedStatementLost(cause) && !namesLostBehindPooler)) {
+        throw new StatementLostBeforeWork(cause);
+      }
       if (!isLockTimeout(cause)) throw cause;
       throw new Error(
         `processOnce(): ${consumer} is still processing ${eventId} in another delivery after ${lockTimeoutMs} ms; ` +
@@ -112,34 +117,48 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
     });
     if (!mark?.first) return { processed: false } as const;
     const value = await handler(tx as TransactionOf<TDb>);
-    // A handler that caught a failed statement of its own leaves the transaction aborted, and postgres.js and
-    // node-postgres then answer its COMMIT as a rollback without an error: one more statement makes that an error,
-    // so the event is not acknowledged as processed while nothing was kept.
-    await run(own, CHECK, [consumer, eventId]).catch((cause: unknown) => {
-      if (isPreparedStatementLost(cause)) throw cause;
-      throw new Error(
-        `processOnce(): ${consumer} could not commit ${eventId}: a statement of its handler failed (and was caught), ` +
-          "so nothing was kept. Redeliver the event.",
-        { cause },
-      );
-    });
+    // A handler that caught a failed statement of its own leaves the transaction aborted, and node-postgres then
+    // answers its COMMIT as a rollback without an error: one more statement makes that an error, so the event is not
+    // acknowledged as processed while nothing was kept. Sent without waiting for its answer, so that the COMMIT
+    // leaves in its flight; its answer is read once the transaction is over.
+    check = run(own, CHECK, [consumer, eventId]);
+    check.catch(() => {});
     return { processed: true, value } as const;
-  }).catch((error: unknown) => {
-    // postgres.js prepares its statements, COMMIT included, which a transaction pooler loses (see pooler.ts).
-    if (preparedCommit && isPreparedStatementLost(error)) {
-      throw afterPoolerSign(db, "PostgreSQL lost a prepared statement.", error);
+  }).then(
+    (result) => ({ result }),
+    (error: unknown) => ({ error }),
+  );
+  const checkFailure = await check?.then(
+    () => undefined,
+    (cause: unknown) => cause ?? new Error("The check of the mark failed."),
+  );
+  if (checkFailure !== undefined && sqlStateOf(checkFailure) === "25P02") {
+    throw new Error(
+      `processOnce(): ${consumer} could not commit ${eventId}: a statement of its handler failed (and was caught), ` +
+        "so nothing was kept. Redeliver the event.",
+      { cause: checkFailure },
+    );
+  }
+  if ("error" in outcome) {
+    if (namesLostBehindPooler && isPreparedStatementLost(outcome.error)) {
+      throw afterPoolerSign(db, "PostgreSQL lost a prepared statement.", outcome.error);
     }
-    throw error;
-  });
-  // postgres.js with prepare on may report a COMMIT done that a transaction pooler turned into a rollback (see
-  // @idemkit/drizzle's pooler.ts): the mark is read back before the event is called processed.
-  if (result.processed && checkCommit && (await run(db, CHECK, [consumer, eventId])).length === 0) {
+    throw outcome.error;
+  }
+  if (checkFailure !== undefined) throw checkFailure;
+  // Where the driver may report a COMMIT done that a transaction pooler turned into a rollback (see @idemkit/drizzle's
+  // driver.ts), the mark is read back before the event is called processed.
+  if (
+    outcome.result.processed &&
+    !driverOf(db).provesCommits &&
+    (await run(db, CHECK, [consumer, eventId])).length === 0
+  ) {
     throw afterPoolerSign(
       db,
       `processOnce(): ${consumer}'s COMMIT of ${eventId} was reported done, and nothing of it was kept; redeliver it.`,
     );
   }
-  return result as ProcessOnceResult<T>;
+  return outcome.result as ProcessOnceResult<T>;
 }
 
 /** Deletes the records of events processed before `before` (ms since the epoch), in batches. Returns how many. */
@@ -182,7 +201,7 @@ function processedStatements(table: string) {
         from previous`,
       columns: ["first", "restored"],
     },
-    /** $1 consumer, $2 event id: fails when the transaction was aborted. */
+    /** $1 consumer, $2 event id: fails (25P02) when the transaction was aborted. */
     CHECK: {
       name: "idemkit_processed_check",
       text: `select 1 as found from ${table} where consumer = $1::text and event_id = $2::text`,

@@ -3,6 +3,11 @@
  * round trip each way, in order, as a link to a database in another zone holds it. Both of its sockets set
  * `noDelay` (a router does no Nagle): without it, the proxy's own writes would wait on delayed ACKs and add stalls of
  * 40 ms that no real network has. The round trip can be changed while connections are open.
+ *
+ * It also counts flights: what a client sends on a connection before an answer reaches it is one flight, however many
+ * statements and writes it holds. A client that waits for each answer before it sends the next statement spends a
+ * flight (a round trip) on each; one that pipelines them, one in all. With a round trip of a few ms, a client's
+ * writes of one moment are never split by an answer, as they could be on a bare local socket.
  */
 import { connect, createServer, type Socket } from "node:net";
 
@@ -13,6 +18,8 @@ export interface LatencyProxy {
   urlFor(url: string): string;
   /** Sets the round trip added from now on, in ms (0 for none). */
   setRoundTripMs(ms: number): void;
+  /** How many flights clients sent through it so far, on all their connections (see the file's comment). */
+  flights(): number;
   close(): Promise<void>;
 }
 
@@ -27,12 +34,13 @@ export function startLatencyProxy(target: { host: string; port: number }, roundT
   };
   setRoundTripMs(roundTripMs);
   const sockets = new Set<Socket>();
+  let flights = 0;
 
   /**
    * Forwards `from` to `to`, each chunk `delayMs()` after it arrived, through one queue: a chunk never overtakes
    * the one before it, also when the round trip shrinks in between, and the end comes after the last chunk.
    */
-  function relay(from: Socket, to: Socket, delayMs: () => number): void {
+  function relay(from: Socket, to: Socket, delayMs: () => number, delivered: () => void = () => {}): void {
     const queue: Array<{ due: number; chunk: Buffer | null }> = [];
     let timer: NodeJS.Timeout | undefined;
     const pump = () => {
@@ -40,8 +48,10 @@ export function startLatencyProxy(target: { host: string; port: number }, roundT
       while (queue.length > 0 && (queue[0]?.due ?? 0) <= performance.now()) {
         const { chunk } = queue.shift() as { chunk: Buffer | null };
         if (!to.writable) continue;
-        if (chunk) to.write(chunk);
-        else to.end();
+        if (chunk) {
+          to.write(chunk);
+          delivered();
+        } else to.end();
       }
       const next = queue[0];
       if (next) timer = setTimeout(pump, Math.max(0, next.due - performance.now()));
@@ -60,8 +70,21 @@ export function startLatencyProxy(target: { host: string; port: number }, roundT
   const server = createServer({ noDelay: true, allowHalfOpen: true }, (client) => {
     const upstream = connect({ host: target.host, port: target.port, noDelay: true, allowHalfOpen: true });
     for (const socket of [client, upstream]) sockets.add(socket);
+    // A flight begins with the client's first data after an answer reached it (or ever, on this connection).
+    let answered = true;
+    client.on("data", () => {
+      if (answered) flights++;
+      answered = false;
+    });
     relay(client, upstream, () => toServerMs);
-    relay(upstream, client, () => toClientMs);
+    relay(
+      upstream,
+      client,
+      () => toClientMs,
+      () => {
+        answered = true;
+      },
+    );
   });
 
   return new Promise((resolve, reject) => {
@@ -78,6 +101,7 @@ export function startLatencyProxy(target: { host: string; port: number }, roundT
           return proxied.toString();
         },
         setRoundTripMs,
+        flights: () => flights,
         close: () =>
           new Promise<void>((done) => {
             for (const socket of sockets) socket.destroy();

@@ -1,0 +1,229 @@
+/**
+ * postgres.js (3.4 and 4) under a Drizzle database: which client it is, and how idemkit's transactions run on it.
+ *
+ * postgres.js's own `sql.begin` waits for BEGIN's answer before its callback sends anything, and prepares its COMMIT
+ * (which a transaction pooler loses, and which 3 then reports done when PostgreSQL answered ROLLBACK). So on
+ * postgres.js 4 idemkit begins its transactions itself, on a connection of the pool it reserves, and hands Drizzle
+ * that connection to build the transaction the procedure gets (Drizzle's own, nesting through savepoints):
+ *
+ *   BEGIN ┐ one flight: the claim is sent before BEGIN is answered, and its answer read only with BEGIN's
+ *   claim ┘
+ *   …the procedure's statements…
+ *   completion ┐ one flight: COMMIT is sent right behind the completion, before its answer
+ *   COMMIT     ┘ ─▶ COMMIT's own answer: a transaction PostgreSQL rolled back instead is thrown, never reported kept
+ *
+ * BEGIN and COMMIT go unprepared, so no pooler can lose them. No statement of the transaction is answered before
+ * BEGIN's answer is in: where BEGIN failed (a pooler in statement mode refuses it), what was sent behind it ran on
+ * its own, and its caller is told BEGIN's failure instead of its rows, so nothing of the procedure ever runs
+ * outside the transaction.
+ *
+ * postgres.js 3 keeps its own `sql.begin`: its `reserve()` drops a reservation that waits for a connection when a
+ * connection closes meanwhile (the pool reconnects that connection for the waiting reservation, then hands it to
+ * no one), so a call waiting for its pool through a restart would never be answered. There a COMMIT is proved by
+ * reading back what it kept, where postgres.js 3 can report a rolled-back one done (see `provesCommits`).
+ */
+import type { Driver } from "./driver.js";
+import type { AnyPgDatabase } from "./statements.js";
+
+/** A statement of postgres.js, sent once it is awaited or executed. */
+interface PostgresJsQuery extends PromiseLike<unknown> {
+  /** Has the rows come back as arrays (what Drizzle reads them as). */
+  values(): PostgresJsQuery;
+  execute(): PostgresJsQuery;
+}
+
+/** Options of one statement. */
+interface StatementOptions {
+  prepare?: boolean;
+  simple?: boolean;
+}
+
+/** A connection of the pool held by one caller (`sql.reserve()`, postgres.js 3.4 and 4). */
+export interface ReservedConnection {
+  unsafe(text: string, args?: unknown[], options?: StatementOptions): PostgresJsQuery;
+  release(): void;
+}
+
+/** A postgres.js client (`sql`), as far as idemkit reads it. */
+export interface PostgresJsClient {
+  begin: unknown;
+  options: { prepare?: unknown; socket?: unknown; max?: unknown };
+  reserve(): PromiseLike<ReservedConnection>;
+}
+
+/** Whether `client` is postgres.js 3 (4's has `stats`). */
+function isVersion3(client: PostgresJsClient): boolean {
+  return !("stats" in client);
+}
+
+/**
+ * What `guardedConnections` (`@idemkit/postgres-js-guard`) marks its socket factory with, by this registered name
+ * (neither package imports the other): its sockets fail a COMMIT answered ROLLBACK.
+ */
+const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
+
+/** The driver of a Drizzle database on postgres.js: see the file's comment. */
+export function postgresJsDriver(db: AnyPgDatabase, client: PostgresJsClient): Driver {
+  if (!isVersion3(client) && beginsThroughSession(db)) {
+    return { transaction: (work) => postgresJsTransaction(db, client, work), provesCommits: true };
+  }
+  // postgres.js 3 prepares its COMMIT with `prepare` on; through the guard, a COMMIT answered ROLLBACK fails.
+  const socket = client.options.socket as { [FAILS_ROLLED_BACK_COMMITS]?: true } | undefined;
+  return {
+    transaction: (work) => db.transaction(work),
+    provesCommits: client.options.prepare === false || socket?.[FAILS_ROLLED_BACK_COMMITS] === true,
+  };
+}
+
+/** The database Drizzle runs a statement or transaction on: the primary of one made with `withReplicas`. */
+function primaryOf(db: object): object {
+  return (db as { $primary?: object }).$primary ?? db;
+}
+
+/** The postgres.js client of `db`, or undefined on another driver. */
+export function postgresJsClient(db: object): PostgresJsClient | undefined {
+  const client = (primaryOf(db) as { $client?: unknown }).$client as Partial<PostgresJsClient> | undefined;
+  return typeof client?.begin === "function" && client.options ? (client as PostgresJsClient) : undefined;
+}
+
+/** postgres.js's `prepare` option on `db` (true, its default, or false), or undefined on another driver. */
+export function postgresJsPrepare(db: object): boolean | undefined {
+  const prepare = postgresJsClient(db)?.options.prepare;
+  return typeof prepare === "boolean" ? prepare : undefined;
+}
+
+/**
+ * Whether Drizzle begins `db`'s transactions as idemkit's `begin` expects: through its session's `transaction`
+ * (drizzle-orm 0.41 to 1.0's release candidates). Not part of Drizzle's public types, so asked rather than assumed.
+ */
+function beginsThroughSession(db: object): boolean {
+  const session = (primaryOf(db) as { session?: { transaction?: unknown; client?: unknown } }).session;
+  return typeof session?.transaction === "function" && session.client === postgresJsClient(db);
+}
+
+/** What Drizzle's postgres.js session (every version from 0.41 to 1.0) calls to begin a transaction on its client. */
+interface Beginning {
+  begin(scoped: (scope: Scope) => Promise<unknown>): Promise<unknown>;
+}
+
+/**
+ * Runs `work` in a transaction of `db` begun as the file's comment says. The transaction is Drizzle's own: its
+ * session's `transaction`, called on a session whose client is the reserved connection (every other part of the
+ * session is the database's: its dialect, schema, logger and casing).
+ */
+function postgresJsTransaction<T>(
+  db: AnyPgDatabase,
+  client: PostgresJsClient,
+  work: (tx: unknown) => Promise<T>,
+): Promise<T> {
+  const session = (primaryOf(db) as { session: { transaction(work: unknown): Promise<T> } }).session;
+  const beginning: Beginning = { begin: (scoped) => transactionOn(client, scoped) };
+  return Object.create(session, { client: { value: beginning } }).transaction(work);
+}
+
+/** Statements that change nothing but the transaction's own state: never prepared, so no pooler loses them. */
+const UNPREPARED = { prepare: false };
+
+/**
+ * What Drizzle's transaction sends its statements through: the reserved connection, for the transaction or for one
+ * savepoint in it. As in postgres.js's own `sql.begin`, a statement that failed fails its scope even when the work
+ * caught it: PostgreSQL would answer its COMMIT with ROLLBACK (or its savepoint could not be released).
+ */
+interface Scope {
+  unsafe(text: string, args?: unknown[], options?: StatementOptions): PostgresJsQuery;
+  savepoint(nested: (scope: Scope) => Promise<unknown>): Promise<unknown>;
+  /** The first statement of this scope that failed. */
+  failure?: { error: unknown };
+}
+
+/**
+ * The transaction on a reserved connection: see the file's comment. postgres.js 4 fails every statement of a lease
+ * whose connection closed, so nothing here is sent on a dead connection, and the lease is handed back as closed.
+ */
+async function transactionOn(client: PostgresJsClient, scoped: (scope: Scope) => Promise<unknown>): Promise<unknown> {
+  const reserved = await client.reserve();
+  const begun = Promise.resolve(reserved.unsafe("begin", [], UNPREPARED).execute());
+  begun.catch(() => {});
+  let savepoints = 0;
+
+  function scope(): Scope {
+    const current: Scope = {
+      unsafe: (text, args, options) =>
+        answeredAfter(reserved.unsafe(text, args, options), begun, (error) => {
+          current.failure ??= { error };
+        }),
+      async savepoint(nested) {
+        const name = `idemkit_s${savepoints++}`;
+        await current.unsafe(`savepoint ${name}`, [], UNPREPARED);
+        const inner = scope();
+        try {
+          const result = await nested(inner);
+          if (inner.failure) throw inner.failure.error;
+          return result;
+        } catch (error) {
+          await current.unsafe(`rollback to savepoint ${name}`, [], UNPREPARED);
+          throw error;
+        }
+      },
+    };
+    return current;
+  }
+
+  const outer = scope();
+  try {
+    const result = await scoped(outer);
+    if (outer.failure) throw outer.failure.error;
+    const done = (await reserved.unsafe("commit", [], UNPREPARED)) as { command?: string };
+    if (done.command !== "COMMIT") throw new TransactionRolledBack();
+    return result;
+  } catch (error) {
+    await Promise.resolve(reserved.unsafe("rollback", [], UNPREPARED)).catch(() => {});
+    throw error;
+  } finally {
+    reserved.release();
+  }
+}
+
+/**
+ * `query` as the scope's: answered only once BEGIN was (with BEGIN's failure, if it failed, so that nothing sent
+ * behind a failed BEGIN is taken for part of the transaction), and its failure told to `failed`. Sent when awaited
+ * or executed, as postgres.js's own are, so that Drizzle can ask for its rows as arrays first.
+ */
+function answeredAfter(
+  query: PostgresJsQuery,
+  begun: Promise<unknown>,
+  failed: (error: unknown) => void,
+): PostgresJsQuery {
+  const answer = () =>
+    Promise.all([begun, query]).then(
+      ([, rows]) => rows,
+      (error: unknown) => {
+        failed(error);
+        throw error;
+      },
+    );
+  const deferred: PostgresJsQuery = {
+    values() {
+      query.values();
+      return deferred;
+    },
+    execute() {
+      query.execute();
+      return deferred;
+    },
+    // biome-ignore lint/suspicious/noThenProperty: Drizzle awaits it as the query it stands for
+    then: (onFulfilled, onRejected) => answer().then(onFulfilled, onRejected),
+  };
+  return deferred;
+}
+
+/**
+ * PostgreSQL answered the COMMIT with ROLLBACK: a statement of the transaction had failed, and nothing of it was
+ * kept. Its SQLSTATE is PostgreSQL's for a failed transaction (25P02).
+ */
+export class TransactionRolledBack extends Error {
+  readonly code = "25P02";
+  constructor() {
+    super("PostgreSQL rolled the transaction back instead of committing it: one of its statements had failed.");
+  }
+}

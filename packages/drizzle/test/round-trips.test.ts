@@ -1,0 +1,75 @@
+/**
+ * What protection costs in round trips, counted exactly: each database reached through a proxy that counts a
+ * client's flights (what it sends before an answer reaches it), with a round trip of a few ms so that one moment's
+ * writes are never split by an answer. One connection each, warmed up, so that every statement is prepared already.
+ * The timings are `npm run bench:latency`'s; here only the counts, which are the contract: on postgres.js 4, an
+ * atomic first execution sends its claim in BEGIN's flight and its completion in COMMIT's, so it costs what the same
+ * transaction costs unprotected.
+ */
+import { createIdempotencyEngine } from "@idemkit/core";
+import { createDatabase, type LatencyProxy, MIGRATIONS_FOLDER, startLatencyProxy } from "@idemkit/testkit";
+import { sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
+import { migrate } from "drizzle-orm/postgres-js/migrator";
+import postgres3 from "postgres";
+import postgres4 from "postgres4";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { drizzleStore } from "../src/index.js";
+
+// biome-ignore lint/suspicious/noExplicitAny: each major's client and database have their own types
+type AnyDb = any;
+
+let database: Awaited<ReturnType<typeof createDatabase>>;
+let proxy: LatencyProxy;
+beforeAll(async () => {
+  database = await createDatabase(inject("postgresUrl"));
+  const url = new URL(database.url);
+  proxy = await startLatencyProxy({ host: url.hostname, port: Number(url.port) }, 4);
+  const setup = postgres3(database.url, { max: 1, onnotice: () => {} });
+  await migrate(drizzle(setup), { migrationsFolder: MIGRATIONS_FOLDER });
+  await setup.unsafe("create table orders (id serial primary key, sku text not null)");
+  await setup.end();
+});
+afterAll(async () => {
+  await proxy?.close();
+  await database?.drop();
+});
+
+describe("round trips on postgres.js 4", () => {
+  let client: ReturnType<typeof postgres4>;
+  let db: AnyDb;
+  beforeAll(() => {
+    client = postgres4(proxy.urlFor(database.url), { max: 1, onnotice: () => {} });
+    db = drizzle(client as never);
+  });
+  afterAll(async () => {
+    await client?.end({ timeout: 5 });
+  });
+
+  const placeOrder = (tx: AnyDb) => tx.execute(sql`insert into orders (sku) values ('tea')`);
+
+  /** The flights `call` sends, once it ran twice before to prepare its statements on the connection. */
+  async function flightsOf(call: () => Promise<unknown>): Promise<number> {
+    await call();
+    await call();
+    const before = proxy.flights();
+    await call();
+    return proxy.flights() - before;
+  }
+
+  it("an atomic first execution costs what the transaction costs unprotected", async () => {
+    const engine = createIdempotencyEngine({ store: drizzleStore({ db }) });
+    const unprotected = await flightsOf(() => db.transaction(placeOrder));
+    const atomic = await flightsOf(() =>
+      engine.run(
+        { scope: "s", path: "orders.place", key: crypto.randomUUID(), fingerprint: "fp" },
+        async ({ tx }: { tx: AnyDb }) => {
+          await placeOrder(tx);
+          return { value: "placed", response: { status: 200, body: '"placed"' } };
+        },
+      ),
+    );
+    expect(unprotected).toBe(3);
+    expect(atomic).toBe(unprotected);
+  });
+});
