@@ -4,11 +4,12 @@
  *
  * - postgres.js 4: idemkit begins the transaction itself, its first statement in BEGIN's flight and COMMIT's answer
  *   read; postgres.js 3: its own `sql.begin` (see `postgres-js.ts`).
- * - node-postgres and PGlite: Drizzle's `db.transaction`. node-postgres sends one statement at a time on a
- *   connection (its pipeline mode is opt-in), so BEGIN costs its own round trip there; PGlite has no network.
- *   Their COMMIT is never prepared, so it is failed, not reported done, unless the transaction had already failed,
- *   which the statement that found it failed says first.
+ * - a node-postgres pool: Drizzle's transaction on a client in pipeline mode (see `node-postgres.ts`).
+ * - PGlite, a single node-postgres `Client`, and any other: Drizzle's `db.transaction`. PGlite has no network.
+ * Every COMMIT but postgres.js 3's with `prepare` on is never prepared, so it is failed, not reported done, unless
+ * the transaction had already failed, which the statement that found it failed says first.
  */
+import { nodePostgresDriver, nodePostgresPool } from "./node-postgres.js";
 import { postgresJsClient, postgresJsDriver } from "./postgres-js.js";
 import type { AnyPgDatabase } from "./statements.js";
 
@@ -34,9 +35,12 @@ export function driverOf(db: AnyPgDatabase): Driver {
   let driver = drivers.get(db);
   if (!driver) {
     const postgresJs = postgresJsClient(db);
+    const nodePostgres = nodePostgresPool(db);
     driver = postgresJs
       ? postgresJsDriver(db, postgresJs)
-      : { transaction: (work) => db.transaction(work), provesCommits: true };
+      : nodePostgres
+        ? nodePostgresDriver(db, nodePostgres)
+        : { transaction: (work) => db.transaction(work), provesCommits: true };
     drivers.set(db, driver);
   }
   return driver;

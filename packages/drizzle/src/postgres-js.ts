@@ -23,6 +23,7 @@
  * reading back what it kept, where postgres.js 3 can report a rolled-back one done (see `provesCommits`).
  */
 import type { Driver } from "./driver.js";
+import { primaryOf, sessionOn, transactionOn } from "./drizzle-session.js";
 import type { AnyPgDatabase } from "./statements.js";
 
 /** A statement of postgres.js, sent once it is awaited or executed. */
@@ -64,8 +65,11 @@ const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
 
 /** The driver of a Drizzle database on postgres.js: see the file's comment. */
 export function postgresJsDriver(db: AnyPgDatabase, client: PostgresJsClient): Driver {
-  if (!isVersion3(client) && beginsThroughSession(db)) {
-    return { transaction: (work) => postgresJsTransaction(db, client, work), provesCommits: true };
+  const session = sessionOn(db, client);
+  if (session && !isVersion3(client)) {
+    // What the session calls to begin a transaction: see the file's comment.
+    const beginning = { begin: (scoped: (scope: Scope) => Promise<unknown>) => reservedTransaction(client, scoped) };
+    return { transaction: (work) => transactionOn(session, beginning, work), provesCommits: true };
   }
   // postgres.js 3 prepares its COMMIT with `prepare` on; through the guard, a COMMIT answered ROLLBACK fails.
   const socket = client.options.socket as { [FAILS_ROLLED_BACK_COMMITS]?: true } | undefined;
@@ -73,11 +77,6 @@ export function postgresJsDriver(db: AnyPgDatabase, client: PostgresJsClient): D
     transaction: (work) => db.transaction(work),
     provesCommits: client.options.prepare === false || socket?.[FAILS_ROLLED_BACK_COMMITS] === true,
   };
-}
-
-/** The database Drizzle runs a statement or transaction on: the primary of one made with `withReplicas`. */
-function primaryOf(db: object): object {
-  return (db as { $primary?: object }).$primary ?? db;
 }
 
 /** The postgres.js client of `db`, or undefined on another driver. */
@@ -90,35 +89,6 @@ export function postgresJsClient(db: object): PostgresJsClient | undefined {
 export function postgresJsPrepare(db: object): boolean | undefined {
   const prepare = postgresJsClient(db)?.options.prepare;
   return typeof prepare === "boolean" ? prepare : undefined;
-}
-
-/**
- * Whether Drizzle begins `db`'s transactions as idemkit's `begin` expects: through its session's `transaction`
- * (drizzle-orm 0.41 to 1.0's release candidates). Not part of Drizzle's public types, so asked rather than assumed.
- */
-function beginsThroughSession(db: object): boolean {
-  const session = (primaryOf(db) as { session?: { transaction?: unknown; client?: unknown } }).session;
-  return typeof session?.transaction === "function" && session.client === postgresJsClient(db);
-}
-
-/** What Drizzle's postgres.js session (every version from 0.41 to 1.0) calls to begin a transaction on its client. */
-interface Beginning {
-  begin(scoped: (scope: Scope) => Promise<unknown>): Promise<unknown>;
-}
-
-/**
- * Runs `work` in a transaction of `db` begun as the file's comment says. The transaction is Drizzle's own: its
- * session's `transaction`, called on a session whose client is the reserved connection (every other part of the
- * session is the database's: its dialect, schema, logger and casing).
- */
-function postgresJsTransaction<T>(
-  db: AnyPgDatabase,
-  client: PostgresJsClient,
-  work: (tx: unknown) => Promise<T>,
-): Promise<T> {
-  const session = (primaryOf(db) as { session: { transaction(work: unknown): Promise<T> } }).session;
-  const beginning: Beginning = { begin: (scoped) => transactionOn(client, scoped) };
-  return Object.create(session, { client: { value: beginning } }).transaction(work);
 }
 
 /** Statements that change nothing but the transaction's own state: never prepared, so no pooler loses them. */
@@ -140,7 +110,10 @@ interface Scope {
  * The transaction on a reserved connection: see the file's comment. postgres.js 4 fails every statement of a lease
  * whose connection closed, so nothing here is sent on a dead connection, and the lease is handed back as closed.
  */
-async function transactionOn(client: PostgresJsClient, scoped: (scope: Scope) => Promise<unknown>): Promise<unknown> {
+async function reservedTransaction(
+  client: PostgresJsClient,
+  scoped: (scope: Scope) => Promise<unknown>,
+): Promise<unknown> {
   const reserved = await client.reserve();
   const begun = Promise.resolve(reserved.unsafe("begin", [], UNPREPARED).execute());
   begun.catch(() => {});

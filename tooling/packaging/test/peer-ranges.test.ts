@@ -62,7 +62,8 @@ const ENDS = {
     "@trpc/server": "11.25.2",
     "@trpc/client": "11.25.2",
     "drizzle-orm": "1.0.0-rc.5",
-    postgres: "3.4.9",
+    // postgres.js 4: where idemkit begins its transactions through Drizzle's session (see drizzle's postgres-js.ts).
+    postgres: "4.2.0",
   },
 } as const;
 
