@@ -59,7 +59,8 @@ function clientOf(db: object): { client: object; described: Client } | undefined
     return { client, described: { kind: "pglite", methods: ["query", "exec", "transaction"] } };
   }
   if (has("unsafe") && has("begin")) {
-    return { client, described: { kind: "postgres.js", methods: ["unsafe", "begin"], max: options?.max } };
+    // `reserve`: idemkit's own transactions on postgres.js 4 begin on a reserved connection.
+    return { client, described: { kind: "postgres.js", methods: ["unsafe", "begin", "reserve"], max: options?.max } };
   }
   // A node-postgres Pool keeps counts of its clients; a single Client has none, and runs a transaction on the very
   // connection every other statement of the database uses, so nothing can bypass it there.

@@ -13,11 +13,15 @@
  *   completion ┐ one flight: Drizzle's COMMIT is sent right behind the completion, before its answer
  *   COMMIT     ┘
  *
- * What pipelining changes is only when statements leave: each still has its own answer, and a failed one still
- * aborts the transaction, which the statement after it (the completion, processOnce's check) then says. The client
- * leaves pipeline mode before it goes back to the pool. An older node-postgres has no pipeline mode, and sends them
- * one at a time, as before. The transaction is Drizzle's own: its session's, on a pool that checks out pipelined
- * clients (see `drizzle-session.ts`).
+ * Each statement still has its own answer, and a failed one still aborts the transaction, which the statement after
+ * it (the completion, processOnce's check) then says. Two things differ in pipeline mode, so it is not used where
+ * they would: a statement that outlives the pool's `query_timeout` ends the connection (a pipeline cannot skip an
+ * answer), and a query that keeps a portal open (a cursor) is refused; the procedure's statements go through
+ * Drizzle, which opens none. The client leaves pipeline mode before it goes back to the pool; an older node-postgres
+ * has none, and sends one statement at a time. While checked out, the client's errors are listened to (Drizzle
+ * before 1.0 does not), so a connection lost under the transaction fails it instead of ending the process, and the
+ * pool is told to discard the client. The transaction is Drizzle's own: its session's, on a pool that checks out
+ * such clients (see `drizzle-session.ts`).
  */
 import type { Driver } from "./driver.js";
 import { primaryOf, sessionOn, transactionOn } from "./drizzle-session.js";
@@ -32,7 +36,10 @@ interface NodePostgresPool {
 /** A client checked out of the pool: `pipeline` is node-postgres 8.23's switch, `release` the pool's, per checkout. */
 interface PooledClient {
   pipeline?: boolean;
+  connectionParameters?: { query_timeout?: unknown };
   release(error?: unknown): void;
+  on(event: "error", listener: (error: unknown) => void): unknown;
+  off(event: "error", listener: (error: unknown) => void): unknown;
 }
 
 /** The node-postgres pool of `db`, or undefined on another driver (or a single `pg.Client`). */
@@ -52,15 +59,22 @@ export function nodePostgresDriver(db: AnyPgDatabase, pool: NodePostgresPool): D
   return { transaction: (work) => transactionOn(session, pipelining, work), provesCommits: true };
 }
 
-/** A client of `pool` in pipeline mode, which leaves it as it goes back to the pool. */
+/** A client of `pool` checked out as the file's comment says, which is given back as it was. */
 async function checkedOutPipelined(pool: NodePostgresPool): Promise<PooledClient> {
   const client = await pool.connect();
-  if (!("pipeline" in client)) return client;
-  client.pipeline = true;
+  let lost: unknown;
+  const onError = (error: unknown) => {
+    lost ??= error;
+  };
+  client.on("error", onError);
+  const pipelined = "pipeline" in client && !client.connectionParameters?.query_timeout;
+  if (pipelined) client.pipeline = true;
   const release = client.release;
   client.release = (error?: unknown) => {
-    client.pipeline = false;
-    release.call(client, error);
+    if (pipelined) client.pipeline = false;
+    // A client whose connection failed keeps the listener: the pool ends it, which may say so again.
+    if (lost === undefined) client.off("error", onError);
+    release.call(client, error ?? lost);
   };
   return client;
 }

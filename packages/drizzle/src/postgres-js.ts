@@ -1,8 +1,8 @@
 /**
  * postgres.js (3.4 and 4) under a Drizzle database: which client it is, and how idemkit's transactions run on it.
  *
- * postgres.js's own `sql.begin` waits for BEGIN's answer before its callback sends anything, and prepares its COMMIT
- * (which a transaction pooler loses, and which 3 then reports done when PostgreSQL answered ROLLBACK). So on
+ * postgres.js's own `sql.begin` waits for BEGIN's answer before its callback sends anything (and on 3 prepares its
+ * COMMIT, which a transaction pooler loses, and which 3 then reports done when PostgreSQL answered ROLLBACK). So on
  * postgres.js 4 idemkit begins its transactions itself, on a connection of the pool it reserves, and hands Drizzle
  * that connection to build the transaction the procedure gets (Drizzle's own, nesting through savepoints):
  *
@@ -15,7 +15,8 @@
  * BEGIN and COMMIT go unprepared, so no pooler can lose them. No statement of the transaction is answered before
  * BEGIN's answer is in: where BEGIN failed (a pooler in statement mode refuses it), what was sent behind it ran on
  * its own, and its caller is told BEGIN's failure instead of its rows, so nothing of the procedure ever runs
- * outside the transaction.
+ * outside the transaction. The claim may then have been kept on its own: its record stands in progress until its
+ * lease ends, as a crashed lease-mode call's does.
  *
  * postgres.js 3 keeps its own `sql.begin`: its `reserve()` drops a reservation that waits for a connection when a
  * connection closes meanwhile (the pool reconnects that connection for the waiting reservation, then hands it to
@@ -104,6 +105,11 @@ interface Scope {
   savepoint(nested: (scope: Scope) => Promise<unknown>): Promise<unknown>;
   /** The first statement of this scope that failed. */
   failure?: { error: unknown };
+  /**
+   * The savepoint was rolled back: a statement sent through it now would run in the transaction around it, and be
+   * committed with it. Refused, as postgres.js 4's own savepoints refuse it.
+   */
+  rolledBack?: true;
 }
 
 /**
@@ -121,10 +127,17 @@ async function reservedTransaction(
 
   function scope(): Scope {
     const current: Scope = {
-      unsafe: (text, args, options) =>
-        answeredAfter(reserved.unsafe(text, args, options), begun, (error) => {
+      unsafe(text, args, options) {
+        if (current.rolledBack) {
+          throw new Error(
+            "idemkit: this savepoint (tx.transaction) was rolled back, so this statement would run outside it; " +
+              "nothing more can be written through it.",
+          );
+        }
+        return answeredAfter(reserved.unsafe(text, args, options), begun, (error) => {
           current.failure ??= { error };
-        }),
+        });
+      },
       async savepoint(nested) {
         const name = `idemkit_s${savepoints++}`;
         await current.unsafe(`savepoint ${name}`, [], UNPREPARED);
@@ -134,6 +147,7 @@ async function reservedTransaction(
           if (inner.failure) throw inner.failure.error;
           return result;
         } catch (error) {
+          inner.rolledBack = true;
           await current.unsafe(`rollback to savepoint ${name}`, [], UNPREPARED);
           throw error;
         }
@@ -146,6 +160,8 @@ async function reservedTransaction(
   try {
     const result = await scoped(outer);
     if (outer.failure) throw outer.failure.error;
+    // Answered long since (its answer came before any statement's), but a work that awaited none would not know.
+    await begun;
     const done = (await reserved.unsafe("commit", [], UNPREPARED)) as { command?: string };
     if (done.command !== "COMMIT") throw new TransactionRolledBack();
     return result;

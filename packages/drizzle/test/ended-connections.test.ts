@@ -1,13 +1,16 @@
 /**
  * idemkit's transactions on a postgres.js 3.4.9 pool whose connection the database ends under them (here by
  * `pg_terminate_backend`, as a crash or a restart ends it), on a real PostgreSQL: plain, and through
- * `@idemkit/postgres-js-guard`; and on postgres.js 4, where idemkit begins and ends the transactions itself. Pools have one connection, so the next statement must go through the connection
+ * `@idemkit/postgres-js-guard`; on postgres.js 4, where idemkit begins and ends the transactions itself; and on
+ * node-postgres, whose transactions idemkit runs on a client it checks out. Pools have one connection, so the next statement must go through the connection
  * that was ended. vitest fails a run on any uncaught exception, so "nothing uncaught" is checked by every test.
  */
 import { guardedConnections } from "@idemkit/postgres-js-guard";
 import { endingConnections } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
+import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
 import { drizzle } from "drizzle-orm/postgres-js";
+import pg from "pg";
 import postgres from "postgres";
 import postgres4 from "postgres4";
 import { describe, expect, it } from "vitest";
@@ -65,6 +68,21 @@ describe("drizzleStore on postgres.js 4, whose transactions idemkit begins itsel
     (ending) => {
       const client = postgres4(endingDatabase.url, { max: 1, connect_timeout: 2, onnotice: () => {} });
       return refusesAndServesTheNext(drizzle(endingDatabase.track(client as never)), ending);
+    },
+  );
+});
+
+describe("drizzleStore on node-postgres, whose transactions run on a pipelined client", () => {
+  it.each(["fails", "catches the failure and returns"] as const)(
+    "refuses an atomic call whose connection ended just after its claim, whose procedure %s, and serves the next",
+    async (ending) => {
+      // A client's error while it is checked out would otherwise be an 'error' event nobody listens to.
+      const pool = new pg.Pool({ connectionString: endingDatabase.url, max: 1 });
+      try {
+        await refusesAndServesTheNext(drizzleNodePostgres(pool) as never, ending);
+      } finally {
+        await pool.end();
+      }
     },
   );
 });

@@ -34,6 +34,7 @@ async function openOn(major: typeof postgres3 | typeof postgres4) {
   await client.unsafe("create table atomic_notes (marker text not null)");
   return {
     db,
+    url: database.url,
     sent,
     query: (text: string, params: unknown[] = []) => client.unsafe(text, params as never[]) as Promise<unknown[]>,
     async close() {
@@ -94,12 +95,18 @@ describe("the transaction idemkit begins on postgres.js 4", () => {
       await tx.transaction((inner: AnyDb) =>
         inner.execute(sql`insert into atomic_notes (marker) values (${marker("kept")})`),
       );
+      let rolledBack: AnyDb;
       await tx
         .transaction(async (inner: AnyDb) => {
+          rolledBack = inner;
           await inner.execute(sql`insert into atomic_notes (marker) values (${marker("undone")})`);
           throw new Error("undone");
         })
         .catch(() => {});
+      // A statement through a savepoint that was rolled back would run in the transaction around it: refused.
+      await expect(
+        rolledBack.execute(sql`insert into atomic_notes (marker) values (${marker("late")})`),
+      ).rejects.toThrow();
       return { value: "placed", response: { status: 200, body: '"placed"' } };
     };
     expect(await engine.run(request, work)).toEqual({ replayed: false, value: "placed" });
@@ -108,5 +115,34 @@ describe("the transaction idemkit begins on postgres.js 4", () => {
       `${request.key}:%`,
     ]);
     expect(kept).toEqual([{ marker: marker("kept") }, { marker: marker("outer") }]);
+  });
+});
+
+describe("on postgres.js 4's pool of one connection, which idemkit's transaction holds", () => {
+  it("refuses at once a statement, or another idempotent transaction, sent through the database itself", async () => {
+    const client = postgres4(onFour.url, { max: 1, onnotice: () => {} });
+    try {
+      const db: AnyDb = drizzle(client as never);
+      const store = drizzleStore({ db });
+      const inside = (bypass: () => PromiseLike<unknown>) =>
+        store.atomic
+          .transaction(async (session) => {
+            const now = Date.now();
+            const id = { scope: "s", path: "notes.bypass", key: crypto.randomUUID() };
+            await session.claim({ id, fingerprint: "fp", now, leaseExpiresAt: now + 30_000, expiresAt: now + 60_000 });
+            await bypass();
+          })
+          .then(
+            () => "ran",
+            (error: unknown) => String((error as Error).cause ?? error),
+          );
+      // idemkit's own transactions on postgres.js 4 begin on a reserved connection: the nested one is refused too.
+      for (const bypass of [() => db.execute(sql`select 1`), () => store.atomic.transaction(async () => "nested")]) {
+        expect(await inside(bypass)).toMatch(/sent a statement through the database itself/);
+      }
+      expect(await db.execute(sql`select 1 as one`)).toEqual([{ one: 1 }]);
+    } finally {
+      await client.end({ timeout: 5 });
+    }
   });
 });

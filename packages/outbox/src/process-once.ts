@@ -139,13 +139,12 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
       { cause: checkFailure },
     );
   }
-  if ("error" in outcome) {
-    if (namesLostBehindPooler && isPreparedStatementLost(outcome.error)) {
-      throw afterPoolerSign(db, "PostgreSQL lost a prepared statement.", outcome.error);
-    }
-    throw outcome.error;
-  }
-  if (checkFailure !== undefined) throw checkFailure;
+  const signOrAsIs = (failure: unknown) =>
+    namesLostBehindPooler && isPreparedStatementLost(failure)
+      ? afterPoolerSign(db, "PostgreSQL lost a prepared statement.", failure)
+      : failure;
+  if ("error" in outcome) throw signOrAsIs(outcome.error);
+  if (checkFailure !== undefined) throw signOrAsIs(checkFailure);
   // Where the driver may report a COMMIT done that a transaction pooler turned into a rollback (see @idemkit/drizzle's
   // driver.ts), the mark is read back before the event is called processed.
   if (
