@@ -6,19 +6,19 @@
  * behind the ones still unanswered. idemkit's transactions run on a client of the pool checked out in that mode, so
  * the statements it sends together cost one round trip:
  *
- *   BEGIN                 Drizzle's, awaited before the callback runs
- *   claim ┐ one flight
+ *   BEGIN     ┐ one flight: Drizzle's BEGIN is answered at once as it is sent (see `beginUnawaited`), and the
+ *   claim     │ claim's answer read only with BEGIN's
  *   SAVEPOINT ┘
  *   …the procedure's statements…
  *   completion ┐ one flight: Drizzle's COMMIT is sent right behind the completion, before its answer
  *   COMMIT     ┘
  *
  * Each statement still has its own answer, and a failed one still aborts the transaction, which the statement after
- * it (the completion, processOnce's check) then says. Two things differ in pipeline mode, so it is not used where
- * they would: a statement that outlives the pool's `query_timeout` ends the connection (a pipeline cannot skip an
- * answer), and a query that keeps a portal open (a cursor) is refused; the procedure's statements go through
- * Drizzle, which opens none. The client leaves pipeline mode before it goes back to the pool; an older node-postgres
- * has none, and sends one statement at a time. While checked out, the client's errors are listened to (Drizzle
+ * it (the completion, processOnce's check) then says. Two things differ in pipeline mode: a statement that outlives
+ * the pool's `query_timeout` ends the connection (a pipeline cannot skip an answer), so under a `query_timeout` the
+ * client is not pipelined; and a query that keeps a portal open (a cursor) is refused, which Drizzle never sends.
+ * The client leaves pipeline mode, and its `query` is its own again, before it goes back to the pool; an older
+ * node-postgres has no pipeline mode, and sends one statement at a time. While checked out, the client's errors are listened to (Drizzle
  * before 1.0 does not), so a connection lost under the transaction fails it instead of ending the process, and the
  * pool is told to discard the client. The transaction is Drizzle's own: its session's, on a pool that checks out
  * such clients (see `drizzle-session.ts`).
@@ -35,6 +35,7 @@ interface NodePostgresPool {
 
 /** A client checked out of the pool: `pipeline` is node-postgres 8.23's switch, `release` the pool's, per checkout. */
 interface PooledClient {
+  query(config: unknown, ...rest: unknown[]): unknown;
   pipeline?: boolean;
   connectionParameters?: { query_timeout?: unknown };
   release(error?: unknown): void;
@@ -69,12 +70,35 @@ async function checkedOutPipelined(pool: NodePostgresPool): Promise<PooledClient
   client.on("error", onError);
   const pipelined = "pipeline" in client && !client.connectionParameters?.query_timeout;
   if (pipelined) client.pipeline = true;
+  const query = client.query;
+  if (pipelined) client.query = beginUnawaited(query.bind(client));
   const release = client.release;
   client.release = (error?: unknown) => {
+    client.query = query;
     if (pipelined) client.pipeline = false;
     // A client whose connection failed keeps the listener: the pool ends it, which may say so again.
     if (lost === undefined) client.off("error", onError);
     release.call(client, error ?? lost);
   };
   return client;
+}
+
+/**
+ * `query`, with Drizzle's BEGIN (its first statement on the client, the text `begin`) answered at once as it is sent,
+ * so that Drizzle sends the claim right behind it, in its flight. Every statement after it is answered only once
+ * BEGIN was, and with BEGIN's failure if it failed: as on postgres.js 4 (see postgres-js.ts), nothing of the
+ * procedure runs outside the transaction.
+ */
+function beginUnawaited(query: PooledClient["query"]): PooledClient["query"] {
+  let begun: Promise<unknown> | undefined;
+  return (config, ...rest) => {
+    const text = typeof config === "string" ? config : (config as { text?: unknown } | null)?.text;
+    if (begun === undefined && rest.length <= 1 && typeof text === "string" && text.trim().toLowerCase() === "begin") {
+      begun = query(config, ...rest) as Promise<unknown>;
+      begun.catch(() => {});
+      return Promise.resolve({ command: "BEGIN", rowCount: null, rows: [], fields: [] });
+    }
+    const answer = query(config, ...rest);
+    return begun && answer instanceof Promise ? Promise.all([begun, answer]).then(([, result]) => result) : answer;
+  };
 }

@@ -20,6 +20,8 @@ export interface RunningPgbouncer {
 export interface StartPgbouncerOptions {
   /** Server connections per database and user (PgBouncer's `default_pool_size`). Default 10. */
   poolSize?: number;
+  /** `transaction` (the default, what hosted poolers run) or `statement`, which refuses every transaction block. */
+  poolMode?: "transaction" | "statement";
 }
 
 /** On PATH (Homebrew's), else where Debian installs it: /usr/sbin, which is not on every user's PATH. */
@@ -32,10 +34,10 @@ const PGBOUNCER = ["pgbouncer", "/usr/sbin/pgbouncer"].find((path) => {
   }
 });
 
-/** Starts a PgBouncer in transaction mode in front of the server at `serverUrl` (any of its databases). */
+/** Starts a PgBouncer, in transaction mode by default, in front of the server at `serverUrl` (any of its databases). */
 export async function startPgbouncer(
   serverUrl: string,
-  { poolSize = 10 }: StartPgbouncerOptions = {},
+  { poolSize = 10, poolMode = "transaction" }: StartPgbouncerOptions = {},
 ): Promise<RunningPgbouncer> {
   if (!PGBOUNCER)
     throw new Error("pgbouncer is not installed: apt-get install -y pgbouncer (node tooling/setup.mjs test)");
@@ -56,7 +58,7 @@ export async function startPgbouncer(
       "listen_addr = 127.0.0.1",
       `listen_port = ${port}`,
       "unix_socket_dir =",
-      "pool_mode = transaction",
+      `pool_mode = ${poolMode}`,
       `default_pool_size = ${poolSize}`,
       "max_client_conn = 1000",
       // The password is handed on to the server, which asks for it by its own method (SCRAM).
