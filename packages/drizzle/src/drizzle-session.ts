@@ -34,3 +34,19 @@ export function transactionOn<T>(
 ): Promise<T> {
   return Object.create(session, { client: { value: client } }).transaction(work) as Promise<T>;
 }
+
+/**
+ * `answer`, a statement's, settled once BEGIN's (`begun`) is in too: with BEGIN's failure if BEGIN failed, so that
+ * nothing sent behind a failed BEGIN (and run on its own) is taken for part of a transaction. Never before its own
+ * answer: once the transaction's last statement is answered, every statement before it was, and the connection can go
+ * back to its pool.
+ */
+export function afterBegin<T>(answer: PromiseLike<T>, begun: PromiseLike<unknown>): Promise<T> {
+  return Promise.resolve(answer).then(
+    (result) => Promise.resolve(begun).then(() => result),
+    (error: unknown) =>
+      Promise.resolve(begun).then(() => {
+        throw error;
+      }),
+  );
+}

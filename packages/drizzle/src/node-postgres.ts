@@ -13,6 +13,10 @@
  *   completion ┐ one flight: Drizzle's COMMIT is sent right behind the completion, before its answer
  *   COMMIT     ┘
  *
+ * Where BEGIN fails on a connection that stays open, what was sent behind it ran on its own: the procedure never runs
+ * (the claim's answer is BEGIN's failure), but the claim may have been kept, its record in progress until its lease
+ * ends, as a crashed lease-mode call's is; the client is then ended, not given back.
+ *
  * Each statement still has its own answer, and a failed one still aborts the transaction, which the statement after
  * it (the completion, processOnce's check) then says. Two things differ in pipeline mode: a statement that outlives
  * the pool's `query_timeout` ends the connection (a pipeline cannot skip an answer), so under a `query_timeout` the
@@ -24,7 +28,7 @@
  * such clients (see `drizzle-session.ts`).
  */
 import type { Driver } from "./driver.js";
-import { primaryOf, sessionOn, transactionOn } from "./drizzle-session.js";
+import { afterBegin, primaryOf, sessionOn, transactionOn } from "./drizzle-session.js";
 import type { AnyPgDatabase } from "./statements.js";
 
 /** A node-postgres pool (`pg.Pool`, or one with its API), as far as idemkit uses it. */
@@ -69,36 +73,61 @@ async function checkedOutPipelined(pool: NodePostgresPool): Promise<PooledClient
   };
   client.on("error", onError);
   const pipelined = "pipeline" in client && !client.connectionParameters?.query_timeout;
-  if (pipelined) client.pipeline = true;
+  // `query` is the prototype's, unless something made it the client's own: given back as it was found.
+  const ownQuery = Object.hasOwn(client, "query");
   const query = client.query;
-  if (pipelined) client.query = beginUnawaited(query.bind(client));
+  const begin = pipelined ? beginUnawaited(query.bind(client)) : undefined;
+  if (begin) {
+    client.pipeline = true;
+    client.query = begin.query;
+  }
   const release = client.release;
   client.release = (error?: unknown) => {
-    client.query = query;
-    if (pipelined) client.pipeline = false;
+    if (begin) {
+      client.pipeline = false;
+      if (ownQuery) client.query = query;
+      else delete (client as { query?: unknown }).query;
+    }
     // A client whose connection failed keeps the listener: the pool ends it, which may say so again.
     if (lost === undefined) client.off("error", onError);
-    release.call(client, error ?? lost);
+    // One whose BEGIN failed is in a state no one should inherit: the pool ends it.
+    release.call(client, error ?? lost ?? begin?.failure());
   };
   return client;
 }
 
 /**
- * `query`, with Drizzle's BEGIN (its first statement on the client, the text `begin`) answered at once as it is sent,
- * so that Drizzle sends the claim right behind it, in its flight. Every statement after it is answered only once
- * BEGIN was, and with BEGIN's failure if it failed: as on postgres.js 4 (see postgres-js.ts), nothing of the
- * procedure runs outside the transaction.
+ * `query`, with Drizzle's BEGIN (its first statement on the client, the text `begin`, sent as a promise) answered at
+ * once as it is sent, so that Drizzle sends the claim right behind it, in its flight. Every statement after it is
+ * answered once its own answer and BEGIN's are in, and with BEGIN's failure if it failed (see `afterBegin`).
  */
-function beginUnawaited(query: PooledClient["query"]): PooledClient["query"] {
+function beginUnawaited(query: PooledClient["query"]): { query: PooledClient["query"]; failure(): unknown } {
   let begun: Promise<unknown> | undefined;
-  return (config, ...rest) => {
-    const text = typeof config === "string" ? config : (config as { text?: unknown } | null)?.text;
-    if (begun === undefined && rest.length <= 1 && typeof text === "string" && text.trim().toLowerCase() === "begin") {
-      begun = query(config, ...rest) as Promise<unknown>;
-      begun.catch(() => {});
-      return Promise.resolve({ command: "BEGIN", rowCount: null, rows: [], fields: [] });
-    }
-    const answer = query(config, ...rest);
-    return begun && answer instanceof Promise ? Promise.all([begun, answer]).then(([, result]) => result) : answer;
+  let failure: unknown;
+  return {
+    failure: () => failure,
+    query(config, ...rest) {
+      if (begun === undefined && isDrizzlesBegin(config, rest)) {
+        begun = Promise.resolve(query(config, ...rest));
+        begun.catch((error: unknown) => {
+          failure = error ?? new Error("BEGIN failed");
+        });
+        return Promise.resolve({ command: "BEGIN", rowCount: null, rows: [], fields: [] });
+      }
+      const answer = query(config, ...rest);
+      return begun && isThenable(answer) ? afterBegin(answer, begun) : answer;
+    },
   };
+}
+
+/** Whether a `query` call is Drizzle's BEGIN: the text alone, in the promise form (no callback, not a Submittable). */
+function isDrizzlesBegin(config: unknown, rest: unknown[]): boolean {
+  if (rest.length > 1 || rest.some((argument) => typeof argument === "function")) return false;
+  if (typeof config === "string") return config.trim().toLowerCase() === "begin";
+  const { text, callback, submit } = (config ?? {}) as { text?: unknown; callback?: unknown; submit?: unknown };
+  return typeof text === "string" && text.trim().toLowerCase() === "begin" && !callback && !submit;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === "function";
 }

@@ -24,7 +24,7 @@
  * reading back what it kept, where postgres.js 3 can report a rolled-back one done (see `provesCommits`).
  */
 import type { Driver } from "./driver.js";
-import { primaryOf, sessionOn, transactionOn } from "./drizzle-session.js";
+import { afterBegin, primaryOf, sessionOn, transactionOn } from "./drizzle-session.js";
 import type { AnyPgDatabase } from "./statements.js";
 
 /** A statement of postgres.js, sent once it is awaited or executed. */
@@ -184,13 +184,10 @@ function answeredAfter(
   failed: (error: unknown) => void,
 ): PostgresJsQuery {
   const answer = () =>
-    Promise.all([begun, query]).then(
-      ([, rows]) => rows,
-      (error: unknown) => {
-        failed(error);
-        throw error;
-      },
-    );
+    afterBegin(query, begun).catch((error: unknown) => {
+      failed(error);
+      throw error;
+    });
   const deferred: PostgresJsQuery = {
     values() {
       query.values();

@@ -79,3 +79,38 @@ describe.each([
     }
   });
 });
+
+describe("an atomic call on node-postgres whose client the app gave back inside a failed transaction", () => {
+  it("fails without running the procedure, and the pool's next call is served on a client of its own", async () => {
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    pool.on("error", () => {});
+    try {
+      // An app's bug: a transaction that failed, its client released without ROLLBACK. Its BEGIN now fails (25P02),
+      // and so does everything sent behind it, on a connection that stays open.
+      const leaky = await pool.connect();
+      const backendOf = async (client: { query(text: string): Promise<{ rows: Array<{ pid: number }> }> }) =>
+        (await client.query("select pg_backend_pid() as pid")).rows[0]?.pid;
+      const leakyBackend = await backendOf(leaky);
+      await leaky.query("begin");
+      await leaky.query("select 1 / 0").catch(() => {});
+      leaky.release();
+      const engine = createIdempotencyEngine({ store: drizzleStore({ db: drizzleNodePostgres(pool) }) });
+      let runs = 0;
+      const work = async ({ tx }: { tx: unknown }) => {
+        runs++;
+        await (tx as AnyDb).execute(sql`insert into orders (sku) values ('tea')`);
+        return { value: "placed", response: { status: 200, body: '"placed"' } };
+      };
+      const request = () => ({ scope: "s", path: "orders.place", key: crypto.randomUUID(), fingerprint: "fp" });
+      await expect(engine.run(request(), work)).rejects.toThrow();
+      expect(runs).toBe(0);
+      // That client was ended, not given back to be lent again in a state no one should inherit.
+      expect(await backendOf(pool)).not.toBe(leakyBackend);
+      expect(await engine.run(request(), work)).toEqual({ replayed: false, value: "placed" });
+      expect(runs).toBe(1);
+      expect((await pool.query("select count(*)::int as n from orders")).rows).toEqual([{ n: 1 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+});
