@@ -41,7 +41,10 @@ interface Verdict {
   unwaited?: boolean;
   /** How many probes found no second connection of the pool free in time. */
   crowded: number;
-  /** A probe saw a transaction pooler, though too busy to say whether it loses statements. */
+  /**
+   * A probe saw a transaction pooler (two connections on one backend, or one that changed backends), set as soon as
+   * it does. From then on nothing runs until a probe says whether the pooler loses statements.
+   */
   pooled?: boolean;
 }
 
@@ -69,10 +72,10 @@ const LATER_PROBE_WAIT_MS = 100;
 
 /**
  * The probe found every other connection of the pool taken, or the pooler's every other server connection: it asks
- * again later. `pooled` when it saw a transaction pooler all the same.
+ * again later.
  */
 class PoolCrowded extends Error {
-  constructor(readonly pooled = false) {
+  constructor() {
     super("The pool had no connection free for the pooler probe.");
   }
 }
@@ -97,7 +100,7 @@ export async function refuseBehindPooler(db: object): Promise<void> {
   if (client?.options.prepare !== true) return;
   const verdict = verdictOf(client);
   if (!verdict.refusal && !verdict.answered) {
-    if (!verdict.probe && verdict.crowded > 0) {
+    if (!verdict.probe && verdict.crowded > 0 && !verdict.pooled) {
       // Asked again once this call has queued its own statement, so that the probe never takes its connection first.
       if (verdict.crowded < CROWDED_PROBES) {
         verdict.probe = afterThisTurn().then(() => probe(client, verdict, LATER_PROBE_WAIT_MS));
@@ -108,11 +111,25 @@ export async function refuseBehindPooler(db: object): Promise<void> {
     }
   }
   if (verdict.refusal) throw verdict.refusal;
+  // Behind a transaction pooler that may lose postgres.js's statements, a COMMIT it loses is reported done: this call
+  // is refused, to be sent again once the next call's probe (which it waits for, as the first did) has answered.
+  if (verdict.pooled && !verdict.answered) {
+    throw new IdempotencyError(
+      IdempotencyErrorCode.STORE_UNAVAILABLE,
+      "A transaction pooler is between this app and PostgreSQL, and whether it keeps the statements postgres.js " +
+        "prepares could not be checked yet (its pool was busy); nothing was run. Retry; to need no check, connect " +
+        "with postgres(url, { prepare: false }).",
+      { retryAfterMs: 1_000 },
+    );
+  }
 }
 
 /** Starts a probe of `client` whose answer goes to `verdict`; it never rejects. */
 function probe(client: PostgresJsClient, verdict: Verdict, secondWaitMs: number): Promise<void> {
-  return losesPreparedStatements(client, secondWaitMs).then(
+  const sawPooler = () => {
+    verdict.pooled = true;
+  };
+  return losesPreparedStatements(client, secondWaitMs, sawPooler).then(
     (lost) => {
       verdict.answered = true;
       if (lost) {
@@ -125,7 +142,12 @@ function probe(client: PostgresJsClient, verdict: Verdict, secondWaitMs: number)
       verdict.probe = undefined;
       if (error instanceof PoolCrowded) {
         verdict.crowded++;
-        verdict.pooled ||= error.pooled;
+        // A pooler that no probe could check: refused for good, as a sign would have it (see afterPoolerSign).
+        if (verdict.pooled && verdict.crowded >= CROWDED_PROBES) {
+          verdict.refusal ??= poolerNeedsUnpreparedStatements(
+            "A transaction pooler showed itself, and was too busy every time to be asked whether it keeps prepared statements.",
+          );
+        }
       }
       // The database did not answer it (down, or not there yet): the next call asks again, and waits for it.
       else verdict.unwaited = false;
@@ -176,8 +198,12 @@ function probeable(client: PostgresJsClient): boolean {
   return Number(client.options.max) >= 2;
 }
 
-/** How many times the probe tries to have its connection moved to another server connection. */
-const PROBE_ROUNDS = 3;
+/**
+ * How many times the probe tries to have its connection moved to another server connection: on a direct connection
+ * every round learns nothing, so few; once a pooler showed itself, more, as a round in which the second connection
+ * did not get the first's backend (another client took it) learns nothing at the cost of a few round trips.
+ */
+const PROBE_ROUNDS = { unseen: 3, pooled: 6 };
 
 /**
  * How long the probe's first connection waits for a server connection of its own while the second holds the one it
@@ -197,11 +223,16 @@ const MOVE_WAIT_MS = 500;
  *
  * A round in which the first ran on its server connection again learned nothing, and "nothing learned" is never
  * read as "no pooler" once one showed itself (two connections on one backend, or a connection that changed
- * backends): that is a pool too busy to lend the first another server connection (`PoolCrowded`, asked again
- * later). Rounds in which no pooler showed itself are a direct connection, a session pooler, or a pooler whose
- * traffic took every freed server connection first; a sign after has it asked again (see `afterPoolerSign`).
+ * backends; `sawPooler` is told at once): another round is tried, and where the second held the first's very backend
+ * and the pooler still could not move the first, the pool is too busy (`PoolCrowded`, asked again later). Rounds in
+ * which no pooler showed itself are a direct connection, a session pooler, or a pooler whose traffic took every
+ * freed server connection first; a sign after has it asked again (see `afterPoolerSign`).
  */
-async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: number): Promise<boolean> {
+async function losesPreparedStatements(
+  client: PostgresJsClient,
+  secondWaitMs: number,
+  sawPooler: () => void,
+): Promise<boolean> {
   // One connection cannot be moved off its server by the probe, and a serverless function's pool is one.
   if (!probeable(client)) return false;
   const first = await client.reserve();
@@ -218,7 +249,8 @@ async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: n
     const second = reserved.value;
     const backends = { first: new Set<string>(), second: new Set<string>() };
     try {
-      for (let round = 0; round < PROBE_ROUNDS; round++) {
+      let pooled = false;
+      for (let round = 0; round < (pooled ? PROBE_ROUNDS.pooled : PROBE_ROUNDS.unseen); round++) {
         const probe = `select pg_backend_pid() as pid /* idemkit: pooler probe ${crypto.randomUUID()} */`;
         const prepared = { prepare: true, simple: false };
         const [where] = (await first.unsafe(probe, [], prepared)) as { pid: number }[];
@@ -244,9 +276,11 @@ async function losesPreparedStatements(client: PostgresJsClient, secondWaitMs: n
         } finally {
           await first.unsafe("rollback");
         }
-        const pooled = shared || backends.first.size > 1 || backends.second.size > 1;
-        if (pooled) throw new PoolCrowded(true);
+        pooled = shared || backends.first.size > 1 || backends.second.size > 1;
+        if (pooled) sawPooler();
+        if (shared) throw new PoolCrowded();
       }
+      if (pooled) throw new PoolCrowded();
       return false;
     } catch (error) {
       // Either connection may be left in a transaction by a failure part-way (postgres.js 3 would hand it back to

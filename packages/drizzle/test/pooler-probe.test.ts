@@ -74,6 +74,8 @@ afterEach(() => {
 
 const isRefusal = (value: unknown) =>
   isIdempotencyError(value) && value.code === IdempotencyErrorCode.STORE_MISCONFIGURED;
+const isRetryableRefusal = (value: unknown) =>
+  isIdempotencyError(value) && value.code === IdempotencyErrorCode.STORE_UNAVAILABLE;
 
 describe("the pooler check", () => {
   it("passes a direct connection, and a later sign has it asked again rather than refused", async () => {
@@ -92,15 +94,28 @@ describe("the pooler check", () => {
     await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
   });
 
-  it("never reads a pooler with no other server connection to lend as 'no pooler': the first sign refuses", async () => {
+  it("never lets a call run behind a pooler it could not check: refused retryably, and a sign refuses for good", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const db = modelClient({ servers: 1, prepared: "lost" });
-    const checked = refuseBehindPooler(db);
+    const checked = refuseBehindPooler(db).catch((error: unknown) => error);
     await vi.advanceTimersByTimeAsync(1_000);
-    // Too busy to say whether statements are lost: this call goes on, and is asked again later...
-    await expect(checked).resolves.toBeUndefined();
-    // ...but a pooler was seen, so a lost statement is no app's DISCARD ALL: refused from then on.
+    // Too busy to say whether statements are lost: nothing of this call runs, and it may be sent again...
+    expect(await checked).toSatisfy(isRetryableRefusal);
+    // ...and a pooler was seen, so a lost statement is no app's DISCARD ALL: refused from then on.
     expect(isRefusal(afterPoolerSign(db, "A statement was lost."))).toBe(true);
     await expect(refuseBehindPooler(db)).rejects.toSatisfy(isRefusal);
+  });
+
+  it("refuses for good a pooler that was too busy to be checked at every call that asked", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const db = modelClient({ servers: 1, prepared: "lost" });
+    const outcomes: unknown[] = [];
+    for (let call = 0; call < 3; call++) {
+      const checked = refuseBehindPooler(db).catch((error: unknown) => error);
+      await vi.advanceTimersByTimeAsync(1_000);
+      outcomes.push(await checked);
+    }
+    expect(outcomes.slice(0, 2).every(isRetryableRefusal)).toBe(true);
+    expect(outcomes[2]).toSatisfy(isRefusal);
   });
 });

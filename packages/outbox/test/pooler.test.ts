@@ -126,10 +126,14 @@ describe("the outbox through PgBouncer on postgres.js with its defaults", () => 
       ),
     );
     expect(handled).toBe(0);
-    for (const refusal of refusals) expect(refusal).toMatch(/^STORE_MISCONFIGURED: .*\{ prepare: false \}/);
+    // Refused for good once the check answered; while it could not yet (the pooler busy), refused to be sent again.
+    for (const refusal of refusals)
+      expect(refusal).toMatch(/^STORE_(MISCONFIGURED|UNAVAILABLE): .*\{ prepare: false \}/);
     const published: string[] = [];
     const relay = createRelay({ db: instances[0] as AnyDb, publish: (event) => void published.push(event.key) });
-    await expect(relay.runOnce()).rejects.toMatchObject({ code: IdempotencyErrorCode.STORE_MISCONFIGURED });
+    await expect(relay.runOnce()).rejects.toMatchObject({
+      code: expect.stringMatching(/^STORE_(MISCONFIGURED|UNAVAILABLE)$/),
+    });
     expect(published).toEqual([]);
     expect(await query("select key from outbox_events where published_at is not null")).toEqual([]);
   });
