@@ -9,14 +9,17 @@
  *   rolls it back, a crash no longer erases it. Development builds warn once per procedure; production pays
  *   nothing for this check.
  *
- * What is watched is the driver's client the store's `db` was made with (`db.$client`), so a statement through
- * another Drizzle instance over the same client, or through the client itself (`client.query`), is caught too.
+ * What is watched is the driver's client the store's `db` was made with (`db.$client`, its entrances as `driver.ts`
+ * tells them), so a statement through another Drizzle instance over the same client, or through the client itself
+ * (`client.query`), is caught too.
  *
  * "Inside the procedure" is the procedure's async context (AsyncLocalStorage), so other requests that use the
  * database meanwhile are never mistaken for it.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { TransactionBypassError } from "@idemkit/core";
+import type { AnyPgDatabase } from "./database.js";
+import { driverOf } from "./driver.js";
 
 /** One idempotent transaction while its procedure runs. */
 interface OpenTransaction {
@@ -41,46 +44,15 @@ export interface BypassGuard {
 }
 
 /**
- * Which driver a client is, told apart by the public methods each one has, and those of its methods through which
- * Drizzle sends every statement and transaction of the database.
- */
-type Client =
-  | { kind: "pglite"; methods: string[] }
-  | { kind: "postgres.js"; methods: string[]; max: unknown }
-  | { kind: "node-postgres pool"; methods: string[]; max: unknown };
-
-/** The client behind `db`, and which driver's it is; undefined for a driver the guard does not know. */
-function clientOf(db: object): { client: object; described: Client } | undefined {
-  const client = (db as { $client?: unknown }).$client;
-  if ((typeof client !== "object" && typeof client !== "function") || client === null) return undefined;
-  const has = (name: string) => typeof (client as Record<string, unknown>)[name] === "function";
-  const options = (client as { options?: { max?: unknown } }).options;
-  if (has("exec") && has("query") && has("transaction")) {
-    return { client, described: { kind: "pglite", methods: ["query", "exec", "transaction"] } };
-  }
-  if (has("unsafe") && has("begin")) {
-    // `reserve`: idemkit's own transactions on postgres.js 4 begin on a reserved connection.
-    return { client, described: { kind: "postgres.js", methods: ["unsafe", "begin", "reserve"], max: options?.max } };
-  }
-  // A node-postgres Pool keeps counts of its clients; a single Client has none, and runs a transaction on the very
-  // connection every other statement of the database uses, so nothing can bypass it there.
-  if (has("query") && has("connect") && "totalCount" in client) {
-    return { client, described: { kind: "node-postgres pool", methods: ["query", "connect"], max: options?.max } };
-  }
-  return undefined;
-}
-
-/**
  * A guard for the database `db`, or undefined when there is nothing to guard: a pool in production (no warning to
  * give), node-postgres's single Client (nothing can bypass), or a driver it does not know.
  */
-export function bypassGuard(db: object): BypassGuard | undefined {
-  const found = clientOf(db);
-  if (!found) return undefined;
-  const { client, described } = found;
-  const oneConnection = described.kind === "pglite" || ("max" in described && described.max === 1);
+export function bypassGuard(db: AnyPgDatabase): BypassGuard | undefined {
+  const entrances = driverOf(db).entrances;
+  if (!entrances) return undefined;
+  const { client, methods, oneConnection } = entrances;
   if (!oneConnection && globalThis.process?.env?.NODE_ENV === "production") return undefined;
-  watch(client, described.methods, oneConnection);
+  watch(client, methods, oneConnection);
   return {
     async within(work) {
       const opened: OpenTransaction = { client, path: undefined, open: true };
@@ -102,7 +74,7 @@ export function bypassGuard(db: object): BypassGuard | undefined {
  * the driver's public methods, wrapped where they are: Drizzle offers no hook that sees a statement before it is
  * sent, and its sessions are not public.
  */
-function watch(client: object, methods: string[], oneConnection: boolean): void {
+function watch(client: object, methods: readonly string[], oneConnection: boolean): void {
   if (watched.has(client)) return;
   watched.add(client);
   const callable = client as Record<string, unknown>;

@@ -8,24 +8,58 @@
  * - PGlite, a single node-postgres `Client`, and any other: Drizzle's `db.transaction`. PGlite has no network.
  * Every COMMIT but postgres.js 3's with `prepare` on is never prepared, so it is failed, not reported done, unless
  * the transaction had already failed, which the statement that found it failed says first.
+ *
+ * Each driver also says where its statements enter (what the bypass guard watches) and, through `pooler`, what a
+ * transaction pooler in front of it means for idemkit's calls.
  */
+import type { AnyPgDatabase, Entrances, Row, Transactions } from "./database.js";
+import { isConnectionLost, isPreparedStatementLost } from "./driver-errors.js";
+import { primaryOf } from "./drizzle-session.js";
 import { nodePostgresDriver, nodePostgresPool } from "./node-postgres.js";
+import { afterPoolerSign, refuseBehindPooler } from "./pooler.js";
 import { postgresJsClient, postgresJsDriver } from "./postgres-js.js";
-import type { AnyPgDatabase } from "./statements.js";
 
-/** How idemkit runs a transaction on one database's driver. */
-export interface Driver {
+/**
+ * What a transaction pooler means on one database, as the store, atomic mode, the relay and `processOnce` read it
+ * (through `driverOf(db).pooler`): where the driver's own statements are lost behind one (postgres.js with `prepare`
+ * on), the check before the first call and the signs after it; elsewhere only idemkit's named statements can be lost,
+ * and `run` sends them again unnamed, so nothing waits and nothing is refused.
+ */
+export interface PoolerPolicy {
+  /** Resolves once idemkit's statements may be sent on the database; rejects with the refusal where not. */
+  checked(): Promise<void>;
   /**
-   * Runs `work` in one transaction, handing it the transaction Drizzle makes for `db` (which `tx.transaction`
-   * nests with savepoints). Resolves once the driver reports the COMMIT done.
+   * Whether a transaction whose first statement (sent before any of the caller's work) failed with `error` may be
+   * begun again: its connection was lost, or a prepared statement of idemkit's that is sent again unnamed.
    */
-  transaction<T>(work: (tx: unknown) => Promise<T>): Promise<T>;
+  beginsAgainAfter(error: unknown): boolean;
   /**
-   * Whether a COMMIT reported done was one. Where not (postgres.js 3 with `prepare` on, whose prepared COMMIT a
-   * transaction pooler loses, and which then reports the ROLLBACK PostgreSQL answered as done), the caller reads
-   * back what its transaction wrote before calling it kept.
+   * What a call that failed with `error` is answered with when `error` is a pooler's sign (a lost prepared statement,
+   * where the driver's own are lost behind one: see `afterPoolerSign`); undefined when it is none.
    */
-  readonly provesCommits: boolean;
+  signOf(error: unknown): unknown;
+  /** What a call whose COMMIT was reported done and kept nothing (`detail` says so) is answered with. */
+  unkeptCommit(detail: string): unknown;
+}
+
+/** `db`'s pooler policy: see `PoolerPolicy`. */
+function poolerPolicy(db: object): PoolerPolicy {
+  const losesOwnStatements = postgresJsClient(db)?.options.prepare === true;
+  return {
+    checked: () => (losesOwnStatements ? refuseBehindPooler(db) : Promise.resolve()),
+    beginsAgainAfter: (error) => isConnectionLost(error) || (!losesOwnStatements && isPreparedStatementLost(error)),
+    signOf: (error) =>
+      losesOwnStatements && isPreparedStatementLost(error)
+        ? afterPoolerSign(db, "PostgreSQL lost a prepared statement.", error)
+        : undefined,
+    unkeptCommit: (detail) => afterPoolerSign(db, detail),
+  };
+}
+
+/** One database's driver, as idemkit meets it. */
+export interface Driver extends Transactions {
+  /** What a transaction pooler in front of the database means for idemkit's calls (see pooler.ts). */
+  readonly pooler: PoolerPolicy;
 }
 
 const drivers = new WeakMap<object, Driver>();
@@ -36,12 +70,28 @@ export function driverOf(db: AnyPgDatabase): Driver {
   if (!driver) {
     const postgresJs = postgresJsClient(db);
     const nodePostgres = nodePostgresPool(db);
-    driver = postgresJs
+    const transactions: Transactions = postgresJs
       ? postgresJsDriver(db, postgresJs)
       : nodePostgres
         ? nodePostgresDriver(db, nodePostgres)
-        : { transaction: (work) => db.transaction(work), provesCommits: true };
+        : { transaction: (work) => db.transaction(work), provesCommits: true, entrances: pgliteEntrances(db) };
+    driver = { ...transactions, pooler: poolerPolicy(db) };
     drivers.set(db, driver);
   }
   return driver;
+}
+
+/** PGlite's, told apart by its public methods: one connection in the process. */
+function pgliteEntrances(db: object): Entrances | undefined {
+  const client = (primaryOf(db) as { $client?: Record<string, unknown> }).$client;
+  const methods = ["query", "exec", "transaction"];
+  if (typeof client !== "object" || client === null) return undefined;
+  return methods.every((name) => typeof client[name] === "function")
+    ? { client, methods, oneConnection: true }
+    : undefined;
+}
+
+/** The rows of `execute`: postgres.js answers with an array of rows; PGlite and node-postgres with `{ rows }`. */
+export function rowsOfResult(result: unknown): Row[] {
+  return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[];
 }

@@ -3,9 +3,10 @@
  *
  * @module @idemkit/drizzle
  */
+
+export type { AnyPgDatabase } from "./database.js";
 export type { IdempotencyKeysTable } from "./schema.js";
 export { idempotencyKeys, idempotencyKeysTable } from "./schema.js";
-export type { AnyPgDatabase } from "./statements.js";
 export type { DrizzleStore, DrizzleStoreOptions } from "./store.js";
 export { drizzleStore } from "./store.js";
 export type { TransactionOf } from "./transaction.js";

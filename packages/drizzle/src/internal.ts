@@ -4,14 +4,14 @@
  * the benchmark runs by hand to tell their cost from the engine's. Apps should not import it: names and signatures
  * here may change in any release.
  */
-export { driverOf } from "./driver.js";
-export { isConnectionLost, isLockTimeout, isPreparedStatementLost, sqlStateOf } from "./driver-errors.js";
+
+export type { Executor, Row } from "./database.js";
+export { driverOf, rowsOfResult } from "./driver.js";
+export { isLockTimeout, sqlStateOf } from "./driver-errors.js";
 export { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
-export { afterPoolerSign, refuseBehindPooler } from "./pooler.js";
-export { postgresJsPrepare } from "./postgres-js.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
 export { SAVEPOINT, statementsFor } from "./record-statements.js";
-export type { Executor, Row, Statement } from "./statements.js";
+export type { Statement } from "./statements.js";
 export {
   command,
   dispatch,
@@ -19,7 +19,7 @@ export {
   preparedOnce,
   purgeInBatches,
   qualifiedName,
-  rowsOfResult,
   run,
+  runUnprepared,
 } from "./statements.js";
 export { StatementLostBeforeWork, transactionOf } from "./transaction.js";

@@ -27,14 +27,15 @@
  * pool is told to discard the client. The transaction is Drizzle's own: its session's, on a pool that checks out
  * such clients (see `drizzle-session.ts`).
  */
-import type { Driver } from "./driver.js";
+
+import type { AnyPgDatabase, Transactions } from "./database.js";
 import { afterBegin, primaryOf, sessionOn, transactionOn } from "./drizzle-session.js";
-import type { AnyPgDatabase } from "./statements.js";
 
 /** A node-postgres pool (`pg.Pool`, or one with its API), as far as idemkit uses it. */
 interface NodePostgresPool {
   connect(): Promise<PooledClient>;
   totalCount: number;
+  options?: { max?: unknown };
 }
 
 /** A client checked out of the pool: `pipeline` is node-postgres 8.23's switch, `release` the pool's, per checkout. */
@@ -56,12 +57,14 @@ export function nodePostgresPool(db: object): NodePostgresPool | undefined {
 }
 
 /** The driver of a Drizzle database on a node-postgres pool: see the file's comment. */
-export function nodePostgresDriver(db: AnyPgDatabase, pool: NodePostgresPool): Driver {
+export function nodePostgresDriver(db: AnyPgDatabase, pool: NodePostgresPool): Transactions {
+  // A single `pg.Client` has no entrances to watch: its transaction runs on the connection every statement uses.
+  const entrances = { client: pool, methods: ["query", "connect"], oneConnection: pool.options?.max === 1 };
   const session = sessionOn(db, pool);
-  if (!session) return { transaction: (work) => db.transaction(work), provesCommits: true };
+  if (!session) return { transaction: (work) => db.transaction(work), provesCommits: true, entrances };
   // The pool itself in every other way (Drizzle asks whether its client is a pool), checking out pipelined clients.
   const pipelining = Object.create(pool, { connect: { value: () => checkedOutPipelined(pool) } }) as object;
-  return { transaction: (work) => transactionOn(session, pipelining, work), provesCommits: true };
+  return { transaction: (work) => transactionOn(session, pipelining, work), provesCommits: true, entrances };
 }
 
 /** A client of `pool` checked out as the file's comment says, which is given back as it was. */

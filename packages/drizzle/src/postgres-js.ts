@@ -23,9 +23,9 @@
  * no one), so a call waiting for its pool through a restart would never be answered. There a COMMIT is proved by
  * reading back what it kept, where postgres.js 3 can report a rolled-back one done (see `provesCommits`).
  */
-import type { Driver } from "./driver.js";
+
+import type { AnyPgDatabase, Transactions } from "./database.js";
 import { afterBegin, primaryOf, sessionOn, transactionOn } from "./drizzle-session.js";
-import type { AnyPgDatabase } from "./statements.js";
 
 /** A statement of postgres.js, sent once it is awaited or executed. */
 interface PostgresJsQuery extends PromiseLike<unknown> {
@@ -65,18 +65,21 @@ function isVersion3(client: PostgresJsClient): boolean {
 const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
 
 /** The driver of a Drizzle database on postgres.js: see the file's comment. */
-export function postgresJsDriver(db: AnyPgDatabase, client: PostgresJsClient): Driver {
+export function postgresJsDriver(db: AnyPgDatabase, client: PostgresJsClient): Transactions {
+  // `reserve`: idemkit's own transactions on postgres.js 4 begin on a reserved connection.
+  const entrances = { client, methods: ["unsafe", "begin", "reserve"], oneConnection: client.options.max === 1 };
   const session = sessionOn(db, client);
   if (session && !isVersion3(client)) {
     // What the session calls to begin a transaction: see the file's comment.
     const beginning = { begin: (scoped: (scope: Scope) => Promise<unknown>) => reservedTransaction(client, scoped) };
-    return { transaction: (work) => transactionOn(session, beginning, work), provesCommits: true };
+    return { transaction: (work) => transactionOn(session, beginning, work), provesCommits: true, entrances };
   }
   // postgres.js 3 prepares its COMMIT with `prepare` on; through the guard, a COMMIT answered ROLLBACK fails.
   const socket = client.options.socket as { [FAILS_ROLLED_BACK_COMMITS]?: true } | undefined;
   return {
     transaction: (work) => db.transaction(work),
     provesCommits: client.options.prepare === false || socket?.[FAILS_ROLLED_BACK_COMMITS] === true,
+    entrances,
   };
 }
 

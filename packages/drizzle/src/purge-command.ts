@@ -6,8 +6,8 @@
  * deleted.
  */
 import { wrongCount } from "@idemkit/command-line";
+import type { AnyPgDatabase } from "./database.js";
 import { runInspectCommand } from "./inspect-command.js";
-import type { AnyPgDatabase } from "./statements.js";
 import type { TableName } from "./table-name.js";
 
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;

@@ -17,37 +17,15 @@ import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import { type SQL, sql } from "drizzle-orm";
 import { getTableConfig, type PgTable, QueryBuilder } from "drizzle-orm/pg-core";
+import type { Executor, Row } from "./database.js";
 import { databaseMessageOf, isPreparedStatementLost, sqlStateOf } from "./driver-errors.js";
+import { primaryOf } from "./drizzle-session.js";
 import { postgresJsPrepare } from "./postgres-js.js";
 import { sqlLiteral } from "./sql-literal.js";
-
-/**
- * A Drizzle PostgreSQL database (postgres.js, PGlite, node-postgres, on drizzle-orm 0.41 to 1.0), as far as idemkit
- * uses it: its public query builders and transactions. Described by shape, as Drizzle's own class for it is named
- * differently across its versions.
- */
-export interface AnyPgDatabase {
-  /** Runs `work` in a transaction: what atomic mode's claim, work and answer share. */
-  // biome-ignore lint/suspicious/noExplicitAny: the transaction type is the caller's own, read back by TransactionOf
-  transaction(work: (tx: any) => Promise<any>, config?: any): Promise<any>;
-  /** Sends one SQL statement: idemkit's savepoints and unprepared statements. */
-  execute(query: SQL): PromiseLike<unknown>;
-  /** A statement of common table expressions: how each of idemkit's statements is built. */
-  // biome-ignore lint/suspicious/noExplicitAny: Drizzle's builder types differ across its versions
-  with(...steps: any[]): any;
-  /** An update builder: `updateIfVersion`'s. */
-  // biome-ignore lint/suspicious/noExplicitAny: Drizzle's builder types differ across its versions
-  update(table: any): any;
-}
-
-/** What runs a statement: a database or a transaction. */
-export type Executor = Pick<AnyPgDatabase, "execute" | "with">;
-export type Row = Record<string, unknown>;
+import { unfenced } from "./transaction-fence.js";
 
 /** What a statement is carried by: a select over Drizzle's common table expressions, on a database or transaction. */
 interface Carrier {
-  /** The primary of a database made with `withReplicas`, which sends selects to a replica. */
-  $primary?: Carrier;
   with(...steps: unknown[]): {
     select(): { from(step: unknown): CarrierSelect };
   };
@@ -174,8 +152,8 @@ function carrierOf(statement: Statement): Expressions {
 
 /** The select that carries `expressions` on `executor`: on the primary, never from Drizzle's query cache. */
 function carrierSelect(executor: Executor, { steps, result }: Expressions): CarrierSelect {
-  const carrier = executor as unknown as Carrier;
-  const select = (carrier.$primary ?? carrier)
+  // A database made with `withReplicas` sends selects to a replica.
+  const select = (primaryOf(executor) as Carrier)
     .with(...steps, result)
     .select()
     .from(result);
@@ -190,15 +168,27 @@ function carrierSelect(executor: Executor, { steps, result }: Expressions): Carr
 const preparedOn = new WeakMap<object, WeakMap<Statement, Prepared>>();
 
 /**
- * Whether idemkit's statements are prepared under their names. A transaction pooler (PgBouncer, Supabase's
- * Supavisor, Neon's) hands each transaction, and each statement outside one, to whichever server connection is
- * free, so a statement prepared by name on one is missing on the next (or there already, from another client).
- * The first time PostgreSQL says so, or once a database on postgres.js with `prepare: false` (what its users
- * behind a pooler are told to set) is in use, every statement of idemkit's in this process is sent unprepared
- * from then on (see `unprepared`). Where names work, they are kept: an atomic first execution costs 2.5 times as
- * much CPU unprepared on node-postgres (743 against 1,868 µs, a direct connection on one machine).
+ * The databases whose statements idemkit sends unprepared, each by what it shares with its transactions (see
+ * `databaseOf`). A transaction pooler (PgBouncer, Supabase's Supavisor, Neon's) hands each transaction, and each
+ * statement outside one, to whichever server connection is free, so a statement prepared by name on one is missing
+ * on the next (or there already, from another client). The first time PostgreSQL says so on a database, or once it
+ * is a postgres.js client with `prepare: false` (what its users behind a pooler are told to set), that database's
+ * statements are sent unprepared from then on (see `unprepared`); every other database keeps its names, which cost
+ * less: an atomic first execution takes 2.5 times as much CPU unprepared on node-postgres (743 against 1,868 µs, a
+ * direct connection on one machine).
  */
-let namingStatements = true;
+const unnamed = new WeakSet<object>();
+
+/**
+ * What a database and every transaction on it share: Drizzle's session options, one object per `drizzle()` call,
+ * which each transaction's session is given (drizzle-orm 0.41 to 1.0's release candidates); else the executor. Read
+ * behind a transaction's fence, whose every object is a stand-in.
+ */
+function databaseOf(executor: Executor): object {
+  const database = unfenced(primaryOf(executor)) as { session?: { options?: unknown } };
+  const options = database.session?.options;
+  return typeof options === "object" && options !== null ? options : database;
+}
 
 /**
  * Has `run` keep the statements it prepares on `db` (a database, never a transaction), to run them again with
@@ -206,7 +196,7 @@ let namingStatements = true;
  * lost one.
  */
 export function preparedOnce(db: Executor): void {
-  if (postgresJsPrepare(db) === false) namingStatements = false;
+  if (postgresJsPrepare(db) === false) unnamed.add(databaseOf(db));
   // Keyed weakly by statement as well: a statement made for one call (the relay's retry and purge) goes with it.
   if (!preparedOn.has(db)) preparedOn.set(db, new WeakMap());
 }
@@ -214,13 +204,14 @@ export function preparedOnce(db: Executor): void {
 /**
  * Runs a statement as a named prepared statement: parsed and planned once per connection, then one round trip
  * each time, on the drivers that prepare (drizzle-orm 0.45.4 and later on postgres.js; node-postgres), and one
- * unnamed statement elsewhere; or unprepared, where a transaction pooler is (see `namingStatements`). Always on
+ * unnamed statement elsewhere; or unprepared, where a transaction pooler is (see `unnamed`). Always on
  * the primary (a database made with `withReplicas` sends a select to a replica, where a write fails and a read may
  * be behind), and never from Drizzle's query cache.
  */
 export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
+  const database = databaseOf(executor);
   const attempt = () => {
-    const named = namingStatements;
+    const named = !unnamed.has(database);
     return sent(() => {
       if (!named) return unprepared(executor, statement, params);
       const kept = preparedOn.get(executor);
@@ -235,7 +226,7 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
       });
       return prepared.execute(values);
     }).catch((error: unknown) => {
-      if (named && isPreparedStatementLost(error)) namingStatements = false;
+      if (named && isPreparedStatementLost(error)) unnamed.add(database);
       throw error;
     });
   };
@@ -247,12 +238,22 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
       throw new IdempotencyError(
         IdempotencyErrorCode.STORE_UNAVAILABLE,
         `A transaction pooler between this app and PostgreSQL lost the prepared statement ${statement.name} ` +
-          `(${databaseMessageOf(error)}). idemkit sends its statements unprepared from now on, which a pooler ` +
+          `(${databaseMessageOf(error)}). idemkit sends its statements on this database unprepared from now on, which a pooler ` +
           "serves. Nothing of this transaction was kept: run it again.",
         { cause: error },
       );
     })
     .catch(explainMissingTables);
+}
+
+/**
+ * Runs `statement` unprepared, whatever the database (see `unprepared`): for a read whose job is to see through a
+ * transaction pooler (the read-back of a COMMIT a pooler may have lost), which a statement prepared by name cannot
+ * do there: it would be lost itself, or wait for ever for the answer to its question about its parameters' types,
+ * which PgBouncer before 1.21 drops outside a transaction (see docs/deploying.md).
+ */
+export function runUnprepared(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
+  return sent(() => unprepared(executor, statement, params)).catch(explainMissingTables);
 }
 
 /**
@@ -272,11 +273,6 @@ function unprepared(executor: Executor, statement: Statement, params: unknown[])
  */
 export function command(executor: Executor, text: string): Promise<void> {
   return sent(() => executor.execute(sql.raw(text))).then(() => {});
-}
-
-/** The rows of `execute`: postgres.js answers with an array of rows; PGlite and node-postgres with `{ rows }`. */
-export function rowsOfResult(result: unknown): Row[] {
-  return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[];
 }
 
 /**

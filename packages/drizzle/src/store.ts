@@ -35,27 +35,12 @@ import { IdempotencyError, IdempotencyErrorCode, ProcedureTransactionError } fro
 import { checkedNumber, DEFAULT_WAIT_MS } from "@idemkit/core/internal";
 import { replacement } from "@idemkit/core/store";
 import { bypassGuard } from "./bypass-guard.js";
+import type { AnyPgDatabase, Executor } from "./database.js";
 import { driverOf } from "./driver.js";
-import {
-  againIfConnectionLost,
-  isConnectionLost,
-  isLockTimeout,
-  isPreparedStatementLost,
-  isProcedureFailure,
-} from "./driver-errors.js";
-import { afterPoolerSign, refuseBehindPooler } from "./pooler.js";
-import { postgresJsPrepare } from "./postgres-js.js";
+import { againIfConnectionLost, isLockTimeout, isProcedureFailure } from "./driver-errors.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
-import {
-  type AnyPgDatabase,
-  command,
-  type Executor,
-  preparedOnce,
-  purgeInBatches,
-  qualifiedName,
-  run,
-} from "./statements.js";
+import { command, preparedOnce, purgeInBatches, qualifiedName, run, runUnprepared } from "./statements.js";
 import { StatementLostBeforeWork, type TransactionOf, transactionOf } from "./transaction.js";
 
 /** What `drizzleStore` takes: your Drizzle database, and the table and waits when not the defaults. */
@@ -119,9 +104,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   const statements = statementsFor(qualifiedName(table));
   const guard = watchBypasses ? bypassGuard(db) : undefined;
   preparedOnce(db);
-  // postgres.js with prepare on loses statements behind a transaction pooler, which it is refused (see pooler.ts).
-  const namesLostBehindPooler = postgresJsPrepare(db) === true;
-  const { provesCommits } = driverOf(db);
+  const { provesCommits, pooler } = driverOf(db);
 
   /**
    * Claims `request` through `executor`: the database itself (lease mode), or an atomic transaction (`inTransaction`),
@@ -183,7 +166,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     database: db,
     waitMs,
     async peek(id) {
-      await refuseBehindPooler(db);
+      await pooler.checked();
       const [row] = await againIfConnectionLost(() => run(db, statements.PEEK, keyOf(id)));
       return { running: row?.running === true, record: row?.state != null ? toRecord(row) : undefined };
     },
@@ -191,7 +174,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   };
 
   async function atomicTransaction<T>(work: (session: AtomicSession<TransactionOf<TDb>>) => Promise<T>): Promise<T> {
-    await refuseBehindPooler(db);
+    await pooler.checked();
     // The completing update is sent without waiting for its answer, so that drizzle's COMMIT follows it in
     // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
     // COMMIT into a rollback of everything, which is then reported instead of the result.
@@ -206,9 +189,8 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       if (!provesCommits && completing && claimed) await provenCommitted(claimed);
       return result;
     } catch (error) {
-      if (namesLostBehindPooler && isPreparedStatementLost(error)) {
-        throw afterPoolerSign(db, "PostgreSQL lost a prepared statement.", error);
-      }
+      const sign = pooler.signOf(error);
+      if (sign !== undefined) throw sign;
       if (!finished || !completing || !claimed || !(await isProcedureFailure(error, completing.done))) throw error;
       // The procedure caught a failed statement of its own and went on, and the driver would not commit. Its
       // writes are gone with the transaction; an error answer, which was to undo them anyway, is still kept,
@@ -245,9 +227,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
             await savepoint.catch(() => {});
             if (isLockTimeout(error)) return { status: "busy" };
             // Nothing of the procedure ran yet, so the transaction is begun again.
-            if (isConnectionLost(error) || (isPreparedStatementLost(error) && !namesLostBehindPooler)) {
-              throw new StatementLostBeforeWork(error);
-            }
+            if (pooler.beginsAgainAfter(error)) throw new StatementLostBeforeWork(error);
             throw error;
           }
           await savepoint;
@@ -281,9 +261,11 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
    * such.
    */
   async function provenCommitted(request: ClaimRequest & { fence: number }): Promise<void> {
-    const kept = await againIfConnectionLost(() => run(db, statements.KEPT, [...keyOf(request.id), request.fence]));
+    const kept = await againIfConnectionLost(() =>
+      runUnprepared(db, statements.KEPT, [...keyOf(request.id), request.fence]),
+    );
     if (kept.length === 1) return;
-    throw afterPoolerSign(db, "A transaction's COMMIT was reported done, and nothing of it was kept.");
+    throw pooler.unkeptCommit("A transaction's COMMIT was reported done, and nothing of it was kept.");
   }
 
   /**
@@ -316,7 +298,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   return {
     atomic,
     async claim(request) {
-      await refuseBehindPooler(db);
+      await pooler.checked();
       return againIfConnectionLost(() => claimWith(db, request));
     },
     complete: (id, fence, response, expiresAt) =>
@@ -328,7 +310,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
         async () => (await run(db, statements.RENEW, [...keyOf(id), fence, leaseExpiresAt])).length === 1,
       ),
     async get(id) {
-      await refuseBehindPooler(db);
+      await pooler.checked();
       return againIfConnectionLost(() => getWith(db, id));
     },
     purgeExpired: ({ now, batchSize = 1_000 }) => purgeInBatches(db, statements.PURGE, now, batchSize),

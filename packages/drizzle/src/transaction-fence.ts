@@ -20,7 +20,7 @@
  * They go through `own`, which is `tx` itself behind that check: the Proxy's traps on every builder step cost more
  * than a statement's own rendering.
  */
-import type { Executor } from "./statements.js";
+import type { Executor } from "./database.js";
 
 export interface TransactionFence<TTx extends object> {
   /** What the procedure writes with: `tx`, refusing every statement once closed. */
@@ -36,6 +36,17 @@ function refusal(): Error {
     "idemkit: this idempotent transaction is over (committed, rolled back or timed out), so this statement " +
       "would run outside it; nothing more can be written through it.",
   );
+}
+
+/**
+ * What each fence stands in front of, by the object it hands out instead (a Proxy, or `own`): so that what idemkit
+ * keys by a database's own objects (see `databaseOf` in statements.ts) is found through a fenced transaction too.
+ */
+const fronts = new WeakMap<object, object>();
+
+/** The object `value` stands in front of, if it is a fence's; else `value`. */
+export function unfenced(value: object): object {
+  return fronts.get(value) ?? value;
 }
 
 /** Fences `tx`: see the file's comment. */
@@ -84,22 +95,25 @@ export function fenceTransaction<TTx extends Executor>(tx: TTx): TransactionFenc
         },
       });
       fenced.set(value, proxy);
+      fronts.set(proxy, value);
     }
     return proxy;
   }
 
+  const own: Executor = {
+    execute(query) {
+      opened();
+      return tx.execute(query);
+    },
+    with(...steps) {
+      opened();
+      return tx.with(...steps);
+    },
+  };
+  fronts.set(own, tx);
   return {
     tx: follow(tx) as TTx,
-    own: {
-      execute(query) {
-        opened();
-        return tx.execute(query);
-      },
-      with(...steps) {
-        opened();
-        return tx.with(...steps);
-      },
-    },
+    own,
     close() {
       open = false;
     },

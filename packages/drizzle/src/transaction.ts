@@ -14,9 +14,10 @@
  * sends after that are refused by the fence: postgres.js would run them on the reconnected connection, outside any
  * transaction, and commit them one by one.
  */
+
+import type { AnyPgDatabase, Executor } from "./database.js";
 import { driverOf } from "./driver.js";
 import { againIfConnectionLost, isPreparedStatementLost } from "./driver-errors.js";
-import type { AnyPgDatabase, Executor } from "./statements.js";
 import { fenceTransaction, type TransactionFence } from "./transaction-fence.js";
 
 /** The next turn of the event loop: right after I/O callbacks on Node, else the next task. */

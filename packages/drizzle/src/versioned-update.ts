@@ -10,7 +10,7 @@
 
 import { and, eq, getTableColumns, type SQL, sql } from "drizzle-orm";
 import { getTableConfig, type PgColumn, type PgTable, type PgUpdateSetSource } from "drizzle-orm/pg-core";
-import type { AnyPgDatabase } from "./statements.js";
+import type { AnyPgDatabase } from "./database.js";
 
 /** The row was changed (or deleted) since the version the write was based on. */
 export class StaleVersionError extends Error {

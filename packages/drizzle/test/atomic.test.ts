@@ -4,7 +4,6 @@
  * keep their savepoint, errors the procedure caught answer its own outcome, and statements that bypass the
  * transaction are caught.
  */
-import type { ClaimRequest } from "@idemkit/core";
 import { createIdempotencyEngine, type Execution } from "@idemkit/core";
 import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
@@ -15,6 +14,7 @@ import pg from "pg";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { drizzleStore, type TransactionOf } from "../src/index.js";
+import { claimFor } from "./claim-request.js";
 
 let server: Awaited<ReturnType<typeof openPostgres>>;
 let pglite: Awaited<ReturnType<typeof openPglite>>;
@@ -33,16 +33,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([server?.close(), pglite?.close(), nodePostgres?.close()]);
 });
-
-function claimFor(key: string, now = Date.now()): ClaimRequest {
-  return {
-    id: { scope: "s", path: "notes.add", key },
-    fingerprint: "fp",
-    now,
-    leaseExpiresAt: now + 30_000,
-    expiresAt: now + 60_000,
-  };
-}
 
 /** The messages of an error and of its causes. */
 function causesOf(error: unknown): string[] {

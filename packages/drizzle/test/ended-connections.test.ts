@@ -16,6 +16,7 @@ import postgres4 from "postgres4";
 import { describe, expect, it } from "vitest";
 import { driverOf } from "../src/driver.js";
 import { drizzleStore } from "../src/index.js";
+import { claimFor } from "./claim-request.js";
 
 const endingDatabase = endingConnections();
 
@@ -33,7 +34,7 @@ describe("idemkit's own transactions, on a plain postgres.js pool", () => {
     const store = drizzleStore({ db });
     const key = globalThis.crypto.randomUUID();
     const call = store.atomic.transaction(async (session) => {
-      await session.claim(claimOf(key));
+      await session.claim(claimFor(key));
       const [row] = (await session.tx.execute(sql`select pg_backend_pid() as pid`)) as unknown as Array<{
         pid: number;
       }>;
@@ -98,29 +99,18 @@ async function refusesAndServesTheNext(
   const store = drizzleStore({ db });
   const key = globalThis.crypto.randomUUID();
   const call = store.atomic.transaction(async (session) => {
-    await session.claim(claimOf(key));
+    await session.claim(claimFor(key));
     await terminateBackendOf(session.tx);
     const next = session.tx.execute(sql`select 1`);
     await (ending === "fails" ? next : next.catch(() => {}));
-    await session.complete(claimOf(key).id, { status: 200, body: "{}" }, Date.now() + 60_000, {
+    await session.complete(claimFor(key).id, { status: 200, body: "{}" }, Date.now() + 60_000, {
       undoEffects: false,
     });
     return "done";
   });
   await expect(call).rejects.toThrow();
-  expect(await store.get(claimOf(key).id)).toBeUndefined();
-  expect(await store.atomic.transaction((session) => session.claim(claimOf(key)))).toMatchObject({
+  expect(await store.get(claimFor(key).id)).toBeUndefined();
+  expect(await store.atomic.transaction((session) => session.claim(claimFor(key)))).toMatchObject({
     status: "claimed",
   });
-}
-
-function claimOf(key: string) {
-  const now = Date.now();
-  return {
-    id: { scope: "s", path: "ended.connection", key },
-    fingerprint: "fp",
-    now,
-    leaseExpiresAt: now + 30_000,
-    expiresAt: now + 60_000,
-  };
 }

@@ -3,9 +3,6 @@
  * driver, its statements prepared or not (it was a 503 on every call); an option no store could honour is a
  * TypeError when the endpoint is built; a scope or path no store could keep is a TypeError at once, and nothing runs
  * (it was a retryable 503 on every call, or two scopes kept as one record).
- *
- * The unprepared describe runs last: once a `prepare: false` client is in use, idemkit's statements in this
- * process are all sent unprepared.
  */
 import { createIdempotencyEngine, type IdempotencyStore, type Settlement } from "@idemkit/core";
 import { type NotesDatabase, notesDatabases } from "@idemkit/testkit";

@@ -12,18 +12,14 @@
 
 import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
 import {
-  afterPoolerSign,
   driverOf,
-  isConnectionLost,
   isLockTimeout,
-  isPreparedStatementLost,
   named,
-  postgresJsPrepare,
   preparedOnce,
   purgeInBatches,
   qualifiedName,
-  refuseBehindPooler,
   run,
+  runUnprepared,
   StatementLostBeforeWork,
   sqlStateOf,
   transactionOf,
@@ -97,17 +93,14 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
   }
   const { MARK, CHECK } = statementsOf(table);
   preparedOnce(db);
-  // postgres.js with prepare on loses statements behind a transaction pooler, which it is refused (see pooler.ts).
-  const namesLostBehindPooler = postgresJsPrepare(db) === true;
-  await refuseBehindPooler(db);
+  const { provesCommits, pooler } = driverOf(db);
+  await pooler.checked();
   let check: Promise<unknown> | undefined;
   const outcome = await transactionOf(db, async (tx, own) => {
     const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;
     const [mark] = await run(own, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
-      // The handler has not run: the transaction is begun again (postgres.js with prepare on is refused below).
-      if (isConnectionLost(cause) || (isPreparedStatementLost(cause) && !namesLostBehindPooler)) {
-        throw new StatementLostBeforeWork(cause);
-      }
+      // The handler has not run: the transaction is begun again where the driver allows (else refused below).
+      if (pooler.beginsAgainAfter(cause)) throw new StatementLostBeforeWork(cause);
       if (!isLockTimeout(cause)) throw cause;
       throw new Error(
         `processOnce(): ${consumer} is still processing ${eventId} in another delivery after ${lockTimeoutMs} ms; ` +
@@ -139,21 +132,16 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
       { cause: checkFailure },
     );
   }
-  const signOrAsIs = (failure: unknown) =>
-    namesLostBehindPooler && isPreparedStatementLost(failure)
-      ? afterPoolerSign(db, "PostgreSQL lost a prepared statement.", failure)
-      : failure;
-  if ("error" in outcome) throw signOrAsIs(outcome.error);
-  if (checkFailure !== undefined) throw signOrAsIs(checkFailure);
+  if ("error" in outcome) throw pooler.signOf(outcome.error) ?? outcome.error;
+  if (checkFailure !== undefined) throw pooler.signOf(checkFailure) ?? checkFailure;
   // Where the driver may report a COMMIT done that a transaction pooler turned into a rollback (see @idemkit/drizzle's
   // driver.ts), the mark is read back before the event is called processed.
   if (
     outcome.result.processed &&
-    !driverOf(db).provesCommits &&
-    (await run(db, CHECK, [consumer, eventId])).length === 0
+    !provesCommits &&
+    (await runUnprepared(db, CHECK, [consumer, eventId])).length === 0
   ) {
-    throw afterPoolerSign(
-      db,
+    throw pooler.unkeptCommit(
       `processOnce(): ${consumer}'s COMMIT of ${eventId} was reported done, and nothing of it was kept; redeliver it.`,
     );
   }

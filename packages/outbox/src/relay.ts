@@ -8,14 +8,7 @@
 
 import { checkedNumber } from "@idemkit/core/internal";
 import type { AnyPgDatabase } from "@idemkit/drizzle";
-import {
-  preparedOnce,
-  purgeInBatches,
-  qualifiedName,
-  type Row,
-  refuseBehindPooler,
-  run,
-} from "@idemkit/drizzle/internal";
+import { driverOf, preparedOnce, purgeInBatches, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
 import { type OutboxEventsTable, outboxEvents, type PurgeOptions } from "./outbox-schema.js";
 import { type OutboxTelemetryOptions, outboxTelemetryOf, type RelayEvent } from "./telemetry.js";
@@ -180,7 +173,7 @@ export function createRelay({
    */
   async function relayBatch(): Promise<RelayBatch> {
     const batch: RelayBatch = { published: 0, failed: 0, dead: 0 };
-    await refuseBehindPooler(db);
+    await driverOf(db).pooler.checked();
     for (const row of await run(db, statements.EXHAUSTED, [databaseNow(), maxAttempts])) {
       batch.dead++;
       report({ type: "dead", event: toPublishedEvent(row, false), error: new Error(String(row.last_error)) });
