@@ -8,9 +8,11 @@
  * its pool wedges there (52 to 65 of 80 plain statements on two pools unanswered after 10 s).
  *
  * So such a database is refused (STORE_MISCONFIGURED naming `prepare: false`) from idemkit's first call on it: a
- * probe asks the pooler before anything runs (see `losesPreparedStatements`; a pool too busy to lend it two
- * connections then is asked again, in the background, by later calls), and any later sign (a statement PostgreSQL
- * says is missing, a COMMIT reported done that kept nothing) has it asked again (see `afterPoolerSign`).
+ * probe asks before anything runs, first whether a connection reaches PostgreSQL itself (one statement: see
+ * `reachesPostgresDirectly`), else whether the pooler loses statements (see
+ * `losesPreparedStatements`; a pool too busy to lend it two connections then is asked again, in the background, by
+ * later calls), and any later sign (a statement PostgreSQL says is missing, a COMMIT reported done that kept
+ * nothing) has it asked again (see `afterPoolerSign`).
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { onceLog } from "@idemkit/core/internal";
@@ -46,6 +48,11 @@ interface Verdict {
    * it does. From then on nothing runs until a probe says whether the pooler loses statements.
    */
   pooled?: boolean;
+  /**
+   * A connection of the client was proved to reach PostgreSQL itself (see `reachesPostgresDirectly`): no pooler is in
+   * between, so a sign is the app's own doing (a connection reset), asked again on a pool of any size.
+   */
+  direct?: boolean;
 }
 
 const verdicts = new WeakMap<object, Verdict>();
@@ -129,7 +136,11 @@ function probe(client: PostgresJsClient, verdict: Verdict, secondWaitMs: number)
   const sawPooler = () => {
     verdict.pooled = true;
   };
-  return losesPreparedStatements(client, secondWaitMs, sawPooler).then(
+  const asked = reachesPostgresDirectly(client).then((direct) => {
+    verdict.direct = direct;
+    return !direct && losesPreparedStatements(client, secondWaitMs, sawPooler);
+  });
+  return asked.then(
     (lost) => {
       verdict.answered = true;
       if (lost) {
@@ -180,11 +191,12 @@ export function afterPoolerSign(db: object, detail: string, cause?: unknown): un
   if (!client) return refusal;
   const verdict = verdictOf(client);
   if (verdict.refusal) return verdict.refusal;
-  if (!probeable(client) || verdict.crowded >= CROWDED_PROBES || verdict.pooled) {
+  // A connection proved direct rules a pooler out: the app's own doing (a connection reset), asked again all the same.
+  if (!verdict.direct && (!probeable(client) || verdict.crowded >= CROWDED_PROBES || verdict.pooled)) {
     verdict.refusal = refusal;
     return refusal;
   }
-  if (verdict.answered) Object.assign(verdict, { answered: false, probe: undefined, unwaited: false });
+  if (verdict.answered) Object.assign(verdict, { answered: false, probe: undefined, unwaited: false, direct: false });
   const asked = `${detail} If a transaction pooler is in between (PgBouncer, Supabase's or Neon's pooled URL), connect with postgres(url, { prepare: false }); idemkit asks again whether one is.`;
   signsLog(asked);
   return cause ?? new Error(asked);
@@ -192,6 +204,21 @@ export function afterPoolerSign(db: object, detail: string, cause?: unknown): un
 
 /** What the operator is told of a sign that did not refuse: once per distinct sign, for the process. */
 const signsLog = onceLog();
+
+/**
+ * Whether `client` talks to PostgreSQL itself: PostgreSQL greets each connection with its backend's process id
+ * (BackendKeyData, which postgres.js keeps as a result's `state`), and a pooler with one of its own making (PgBouncer,
+ * Supavisor, pgcat: a random cancel key), which no backend it lends has. So a connection whose statement ran on the
+ * backend that greeted it reaches no pooler; one round trip, on a pool of any size. Sent unprepared, as a simple
+ * query, which every pooler serves. It proves no COMMIT kept, though: an app's own `DISCARD ALL` loses postgres.js
+ * 3's prepared COMMIT on a direct connection as a pooler would (see `Driver.provesCommits`).
+ */
+async function reachesPostgresDirectly(client: PostgresJsClient): Promise<boolean> {
+  const rows = (await client.unsafe("select pg_backend_pid() as pid", [], { simple: true })) as { pid?: unknown }[] & {
+    state?: { pid?: unknown };
+  };
+  return rows.state?.pid != null && String(rows.state.pid) === String(rows[0]?.pid);
+}
 
 /** Whether the probe can ask `client`: it needs two connections of the pool at once (see `losesPreparedStatements`). */
 function probeable(client: PostgresJsClient): boolean {

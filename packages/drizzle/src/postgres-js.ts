@@ -51,6 +51,8 @@ export interface PostgresJsClient {
   begin: unknown;
   options: { prepare?: unknown; socket?: unknown; max?: unknown };
   reserve(): PromiseLike<ReservedConnection>;
+  /** A statement on any connection of the pool; its rows carry `state`, the connection's BackendKeyData. */
+  unsafe(text: string, args?: unknown[], options?: StatementOptions): PromiseLike<unknown>;
 }
 
 /** Whether `client` is postgres.js 3 (4's has `stats`). */

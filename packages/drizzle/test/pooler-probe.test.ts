@@ -11,7 +11,7 @@ import { afterPoolerSign, refuseBehindPooler } from "../src/pooler.js";
 type Rows = { pid: number }[];
 
 /** A client connection's view of its statements: each answered as PostgreSQL would through `mode`. */
-function modelClient(mode: "direct" | { servers: number; prepared: "lost" | "prepared again" }) {
+function modelClient(mode: "direct" | { servers: number; prepared: "lost" | "prepared again" }, max = 4) {
   const idle = typeof mode === "object" ? Array.from({ length: mode.servers }, (_, at) => 200 + at) : [];
   const waiting: Array<(pid: number) => void> = [];
   const serverStatements = new Map<number, Set<string>>();
@@ -59,12 +59,24 @@ function modelClient(mode: "direct" | { servers: number; prepared: "lost" | "pre
       }
     };
     return {
+      own,
       unsafe: (text: string, _args?: unknown[], options?: { prepare?: boolean }) =>
         run(text, options?.prepare === true),
       release() {},
     };
   };
-  const client = { begin() {}, options: { prepare: true, max: 4 }, reserve: async () => connect() };
+  const client = {
+    begin() {},
+    options: { prepare: true, max },
+    reserve: async () => connect(),
+    // A statement on the pool, its rows carrying the BackendKeyData the connection was greeted with: its backend's
+    // process id from PostgreSQL, a cancel key of the pooler's own making from a pooler.
+    async unsafe(text: string) {
+      const connection = connect();
+      const rows = await connection.unsafe(text);
+      return Object.assign(rows, { state: { pid: mode === "direct" ? connection.own : 987_654 } });
+    },
+  };
   return { $client: client };
 }
 
@@ -82,6 +94,25 @@ describe("the pooler check", () => {
     const db = modelClient("direct");
     await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
     expect(isRefusal(afterPoolerSign(db, "A statement was lost."))).toBe(false);
+  });
+
+  it("proves a direct connection in one statement, on a pool of one too, and a sign there is asked again", async () => {
+    const db = modelClient("direct", 1);
+    const reserve = vi.spyOn(db.$client, "reserve");
+    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    // No connection was held for the rounds that move one between server connections.
+    expect(reserve).not.toHaveBeenCalled();
+    // An app's own DISCARD ALL: asked again (a pool of one not proved direct is refused for good), and proved again.
+    expect(isRefusal(afterPoolerSign(db, "A statement was lost."))).toBe(false);
+    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    expect(reserve).not.toHaveBeenCalled();
+  });
+
+  it("asks a pooler the second question, whatever its greeting", async () => {
+    const db = modelClient({ servers: 3, prepared: "prepared again" });
+    const reserve = vi.spyOn(db.$client, "reserve");
+    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    expect(reserve).toHaveBeenCalled();
   });
 
   it("refuses a transaction pooler that loses prepared statements, before anything runs", async () => {

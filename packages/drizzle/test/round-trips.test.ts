@@ -4,7 +4,7 @@
  * writes are never split by an answer. One connection each, warmed up, so that every statement is prepared already.
  * The timings are `npm run bench:latency`'s; here only the counts, which are the contract: on postgres.js 4 and
  * node-postgres (on a client in pipeline mode), an atomic first execution sends its claim in BEGIN's flight and its
- * completion in COMMIT's, so it costs what the same transaction costs unprotected.
+ * completion in COMMIT's, so it costs what the same transaction costs unprotected; on postgres.js 3, two more.
  */
 import { createIdempotencyEngine } from "@idemkit/core";
 import { createDatabase, type LatencyProxy, MIGRATIONS_FOLDER, startLatencyProxy } from "@idemkit/testkit";
@@ -71,6 +71,17 @@ describe("round trips", () => {
     try {
       // BEGIN, the insert, COMMIT; protected, the claim leaves with BEGIN and the completion with COMMIT.
       expect(await unprotectedAndAtomic(drizzle(client as never))).toEqual({ unprotected: 3, atomic: 3 });
+    } finally {
+      await client.end({ timeout: 5 });
+    }
+  });
+
+  it("on postgres.js 3 with its defaults: two round trips more (BEGIN, awaited; the read after COMMIT)", async () => {
+    const client = postgres3(proxy.urlFor(database.url), { max: 1, onnotice: () => {} });
+    try {
+      // Its own sql.begin awaits BEGIN; its prepared COMMIT, lost, is reported done (a pooler, or an app's own
+      // DISCARD ALL), so the record is read back after it.
+      expect(await unprotectedAndAtomic(drizzle(client))).toEqual({ unprotected: 3, atomic: 5 });
     } finally {
       await client.end({ timeout: 5 });
     }
