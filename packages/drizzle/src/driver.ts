@@ -26,7 +26,10 @@ import { postgresJsClient, postgresJsDriver } from "./postgres-js.js";
  * and `run` sends them again unnamed, so nothing waits and nothing is refused.
  */
 export interface PoolerPolicy {
-  /** Resolves once idemkit's statements may be sent on the database; rejects with the refusal where not. */
+  /**
+   * Resolves once idemkit's statements may be sent on the database (or once the check outlasted what a call waits
+   * for it); rejects with the refusal where not.
+   */
   checked(): Promise<void>;
   /**
    * Whether a transaction whose first statement (sent before any of the caller's work) failed with `error` may be

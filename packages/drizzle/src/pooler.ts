@@ -9,10 +9,11 @@
  *
  * So such a database is refused (STORE_MISCONFIGURED naming `prepare: false`) from idemkit's first call on it: a
  * probe asks before anything runs, first whether a connection reaches PostgreSQL itself (one statement: see
- * `reachesPostgresDirectly`), else whether the pooler loses statements (see
- * `losesPreparedStatements`; a pool too busy to lend it two connections then is asked again, in the background, by
- * later calls), and any later sign (a statement PostgreSQL says is missing, a COMMIT reported done that kept
- * nothing) has it asked again (see `afterPoolerSign`).
+ * `reachesPostgresDirectly`), else whether the pooler loses statements (see `losesPreparedStatements`). A pool too
+ * busy to lend it two connections then is asked again, in the background, by later calls; once a pooler showed
+ * itself, every call waits for a probe of its own and is refused retryably (STORE_UNAVAILABLE) until one answers. Any
+ * later sign (a statement PostgreSQL says is missing, a COMMIT reported done that kept nothing) has it asked again
+ * (see `afterPoolerSign`).
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { onceLog } from "@idemkit/core/internal";
@@ -60,14 +61,15 @@ const verdicts = new WeakMap<object, Verdict>();
 /**
  * How long a call waits for the probe, and the probe for its second connection (a pool busy with the app's own work,
  * or a transaction of the app's that waits on this call while holding the other connection). Past it the call goes
- * on, and the probe's answer, when it comes, still refuses the calls after it.
+ * on (refused retryably once a pooler showed itself), and the probe's answer, when it comes, still refuses the calls
+ * after it.
  */
 const PROBE_WAIT_MS = 2_000;
 
 /**
- * How many probes in all a pool too busy to lend the probe a second connection (or the pooler a second server
- * connection) gets: the first call's, then one each at later calls, which start it once they have taken their own
- * connection and do not wait for it; past that a sign refuses it (see `afterPoolerSign`).
+ * How many probes in all a pool too busy to lend the probe a second connection gets, while no pooler showed itself:
+ * the first call's, then one each at later calls, which start it once they have taken their own connection and do
+ * not wait for it; past that a sign refuses it (see `afterPoolerSign`).
  */
 const CROWDED_PROBES = 3;
 
@@ -99,8 +101,9 @@ function verdictOf(client: PostgresJsClient): Verdict {
 /**
  * Throws STORE_MISCONFIGURED when `db` is postgres.js with `prepare` on behind a pooler that loses prepared
  * statements: asked once per client, at idemkit's first call on it, before anything of that call runs (asked again
- * by later calls, in the background, when the pool had no second connection free then). Every other database
- * passes at once.
+ * by later calls, in the background, when the pool had no second connection free then). Throws STORE_UNAVAILABLE
+ * while a pooler showed itself and no probe could yet say whether it loses them. Every other database passes at
+ * once.
  */
 export async function refuseBehindPooler(db: object): Promise<void> {
   const client = postgresJsClient(db);
@@ -143,6 +146,8 @@ function probe(client: PostgresJsClient, verdict: Verdict, secondWaitMs: number)
   return asked.then(
     (lost) => {
       verdict.answered = true;
+      // A pooler that keeps prepared statements: a later sign is asked again, as on a direct connection.
+      if (!lost) verdict.pooled = false;
       if (lost) {
         verdict.refusal ??= poolerNeedsUnpreparedStatements(
           "A statement that postgres.js prepared was missing on the pooler's next server connection.",
@@ -151,15 +156,7 @@ function probe(client: PostgresJsClient, verdict: Verdict, secondWaitMs: number)
     },
     (error: unknown) => {
       verdict.probe = undefined;
-      if (error instanceof PoolCrowded) {
-        verdict.crowded++;
-        // A pooler that no probe could check: refused for good, as a sign would have it (see afterPoolerSign).
-        if (verdict.pooled && verdict.crowded >= CROWDED_PROBES) {
-          verdict.refusal ??= poolerNeedsUnpreparedStatements(
-            "A transaction pooler showed itself, and was too busy every time to be asked whether it keeps prepared statements.",
-          );
-        }
-      }
+      if (error instanceof PoolCrowded) verdict.crowded++;
       // The database did not answer it (down, or not there yet): the next call asks again, and waits for it.
       else verdict.unwaited = false;
     },
@@ -181,9 +178,9 @@ function afterThisTurn(): Promise<void> {
  * direct connection loses prepared statements too, and refusing every call for it would be an outage. So where the
  * probe can ask (a pool of two or more), the question is asked again, by the next call, which waits for it as the
  * first did, and this call fails as it is (nothing of it was kept; the engine answers so, and a retry is safe).
- * Where it cannot (a pool of one, a pool too busy for every probe it had), where a
- * probe already saw a transaction pooler (a sign there is no app's doing), or once a probe said so, the refusal is
- * kept for every call after it, in every mode.
+ * Where it cannot (a pool of one not proved direct, a pool too busy for every probe it had), where a probe already
+ * saw a transaction pooler that it has not seen keep statements (a sign there is no app's doing), or once a probe
+ * said so, the refusal is kept for every call after it, in every mode.
  */
 export function afterPoolerSign(db: object, detail: string, cause?: unknown): unknown {
   const refusal = poolerNeedsUnpreparedStatements(detail, cause);
@@ -206,18 +203,23 @@ export function afterPoolerSign(db: object, detail: string, cause?: unknown): un
 const signsLog = onceLog();
 
 /**
- * Whether `client` talks to PostgreSQL itself: PostgreSQL greets each connection with its backend's process id
- * (BackendKeyData, which postgres.js keeps as a result's `state`), and a pooler with one of its own making (PgBouncer,
- * Supavisor, pgcat: a random cancel key), which no backend it lends has. So a connection whose statement ran on the
- * backend that greeted it reaches no pooler; one round trip, on a pool of any size. Sent unprepared, as a simple
+ * Whether `client` talks to PostgreSQL itself. PostgreSQL greets each connection with its backend's process id
+ * (BackendKeyData, which postgres.js keeps as a result's `state`); a pooler greets with one of its own making: random
+ * in PgBouncer, a counter in Supavisor, which a backend's pid may equal. So both must hold: the statement ran on the
+ * backend that greeted the connection, and on the port the client connected to (a pooler listens on its own: 6432,
+ * Supavisor's 6543; none over a Unix socket, where PostgreSQL says none). A port forwarded to another (a container's,
+ * a proxy's) reads as "not proved", and the second check asks. One round trip, on a pool of any size; sent as a simple
  * query, which every pooler serves. It proves no COMMIT kept, though: an app's own `DISCARD ALL` loses postgres.js
  * 3's prepared COMMIT on a direct connection as a pooler would (see `Driver.provesCommits`).
  */
 async function reachesPostgresDirectly(client: PostgresJsClient): Promise<boolean> {
-  const rows = (await client.unsafe("select pg_backend_pid() as pid", [], { simple: true })) as { pid?: unknown }[] & {
-    state?: { pid?: unknown };
-  };
-  return rows.state?.pid != null && String(rows.state.pid) === String(rows[0]?.pid);
+  const rows = (await client.unsafe("select pg_backend_pid() as pid, inet_server_port() as port", [], {
+    simple: true,
+  })) as { pid?: unknown; port?: unknown }[] & { state?: { pid?: unknown } };
+  const [row] = rows;
+  const ports = [client.options.port].flat().map(String);
+  const samePort = row?.port == null || ports.includes(String(row.port));
+  return rows.state?.pid != null && String(rows.state.pid) === String(row?.pid) && samePort;
 }
 
 /** Whether the probe can ask `client`: it needs two connections of the pool at once (see `losesPreparedStatements`). */

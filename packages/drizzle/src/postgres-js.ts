@@ -49,7 +49,7 @@ export interface ReservedConnection {
 /** A postgres.js client (`sql`), as far as idemkit reads it. */
 export interface PostgresJsClient {
   begin: unknown;
-  options: { prepare?: unknown; socket?: unknown; max?: unknown };
+  options: { prepare?: unknown; socket?: unknown; max?: unknown; port?: unknown };
   reserve(): PromiseLike<ReservedConnection>;
   /** A statement on any connection of the pool; its rows carry `state`, the connection's BackendKeyData. */
   unsafe(text: string, args?: unknown[], options?: StatementOptions): PromiseLike<unknown>;

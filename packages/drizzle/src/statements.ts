@@ -168,26 +168,38 @@ function carrierSelect(executor: Executor, { steps, result }: Expressions): Carr
 const preparedOn = new WeakMap<object, WeakMap<Statement, Prepared>>();
 
 /**
- * The databases whose statements idemkit sends unprepared, each by what it shares with its transactions (see
- * `databaseOf`). A transaction pooler (PgBouncer, Supabase's Supavisor, Neon's) hands each transaction, and each
- * statement outside one, to whichever server connection is free, so a statement prepared by name on one is missing
- * on the next (or there already, from another client). The first time PostgreSQL says so on a database, or once it
- * is a postgres.js client with `prepare: false` (what its users behind a pooler are told to set), that database's
- * statements are sent unprepared from then on (see `unprepared`); every other database keeps its names, which cost
- * less: an atomic first execution takes 2.5 times as much CPU unprepared on node-postgres (743 against 1,868 µs, a
- * direct connection on one machine).
+ * The databases whose statements idemkit sends unprepared, each by its driver's client, which its transactions and
+ * every other Drizzle instance over it share (see `databaseOf`); so is a transaction of a database never seen. A transaction pooler (PgBouncer, Supabase's
+ * Supavisor, Neon's) hands each transaction, and each statement outside one, to whichever server connection is free,
+ * so a statement prepared by name on one is missing on the next (or there already, from another client). The first
+ * time PostgreSQL says so on a database, or once it is a postgres.js client with `prepare: false` (what its users
+ * behind a pooler are told to set), that database's statements are sent unprepared from then on (see `unprepared`);
+ * every other database keeps its names, which cost less: an atomic first execution takes 2.5 times as much CPU
+ * unprepared on node-postgres (743 against 1,868 µs, a direct connection on one machine).
  */
 const unnamed = new WeakSet<object>();
 
 /**
- * What a database and every transaction on it share: Drizzle's session options, one object per `drizzle()` call,
- * which each transaction's session is given (drizzle-orm 0.41 to 1.0's release candidates); else the executor. Read
- * behind a transaction's fence, whose every object is a stand-in.
+ * The database behind `executor`, by its driver's client (`db.$client`: a pool, postgres.js's `sql`, a PGlite), which
+ * every Drizzle instance made over it shares, so that a database made per request learns with the others. A
+ * transaction has no `$client`: it is found by Drizzle's session options, one object per `drizzle()` call that each of
+ * its transactions' sessions is given (drizzle-orm 0.41 to 1.0's release candidates), remembered when its database was
+ * seen here (a store, a relay, `processOnce`). Undefined for a transaction of a database never seen: idemkit cannot
+ * know whether a pooler loses names there. Read behind a transaction's fence, whose every object is a stand-in.
  */
-function databaseOf(executor: Executor): object {
-  const database = unfenced(primaryOf(executor)) as { session?: { options?: unknown } };
-  const options = database.session?.options;
-  return typeof options === "object" && options !== null ? options : database;
+function databaseOf(executor: Executor): object | undefined {
+  const database = unfenced(primaryOf(executor)) as { $client?: unknown; session?: { options?: unknown } };
+  const options = isObject(database.session?.options) ? (database.session?.options as object) : undefined;
+  const client = isObject(database.$client) ? database.$client : undefined;
+  if (client && options) clientsByOptions.set(options, client);
+  return client ?? (options && clientsByOptions.get(options));
+}
+
+/** The client of each database seen, by its session options: see `databaseOf`. */
+const clientsByOptions = new WeakMap<object, object>();
+
+function isObject(value: unknown): value is object {
+  return (typeof value === "object" || typeof value === "function") && value !== null;
 }
 
 /**
@@ -196,7 +208,8 @@ function databaseOf(executor: Executor): object {
  * lost one.
  */
 export function preparedOnce(db: Executor): void {
-  if (postgresJsPrepare(db) === false) unnamed.add(databaseOf(db));
+  const database = databaseOf(db);
+  if (database && postgresJsPrepare(db) === false) unnamed.add(database);
   // Keyed weakly by statement as well: a statement made for one call (the relay's retry and purge) goes with it.
   if (!preparedOn.has(db)) preparedOn.set(db, new WeakMap());
 }
@@ -211,7 +224,8 @@ export function preparedOnce(db: Executor): void {
 export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
   const database = databaseOf(executor);
   const attempt = () => {
-    const named = !unnamed.has(database);
+    // Named only where idemkit knows the database (see `databaseOf`); unnamed works behind any pooler.
+    const named = database !== undefined && !unnamed.has(database);
     return sent(() => {
       if (!named) return unprepared(executor, statement, params);
       const kept = preparedOn.get(executor);

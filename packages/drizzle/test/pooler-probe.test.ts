@@ -11,7 +11,11 @@ import { afterPoolerSign, refuseBehindPooler } from "../src/pooler.js";
 type Rows = { pid: number }[];
 
 /** A client connection's view of its statements: each answered as PostgreSQL would through `mode`. */
-function modelClient(mode: "direct" | { servers: number; prepared: "lost" | "prepared again" }, max = 4) {
+function modelClient(
+  mode: "direct" | { servers: number; prepared: "lost" | "prepared again" },
+  max = 4,
+  greeting: "a key of its own" | "a backend's pid" = "a key of its own",
+) {
   const idle = typeof mode === "object" ? Array.from({ length: mode.servers }, (_, at) => 200 + at) : [];
   const waiting: Array<(pid: number) => void> = [];
   const serverStatements = new Map<number, Set<string>>();
@@ -67,14 +71,20 @@ function modelClient(mode: "direct" | { servers: number; prepared: "lost" | "pre
   };
   const client = {
     begin() {},
-    options: { prepare: true, max },
+    options: { prepare: true, max, port: mode === "direct" ? [5432] : [6543] },
     reserve: async () => connect(),
     // A statement on the pool, its rows carrying the BackendKeyData the connection was greeted with: its backend's
     // process id from PostgreSQL, a cancel key of the pooler's own making from a pooler.
     async unsafe(text: string) {
       const connection = connect();
       const rows = await connection.unsafe(text);
-      return Object.assign(rows, { state: { pid: mode === "direct" ? connection.own : 987_654 } });
+      const [row] = rows;
+      // Supavisor's greeting is a counter, which may equal a backend's pid: the port then tells it apart.
+      const pid = mode === "direct" ? connection.own : greeting === "a backend's pid" ? row?.pid : 987_654;
+      return Object.assign(
+        rows.map((found) => ({ ...found, port: 5432 })),
+        { state: { pid } },
+      );
     },
   };
   return { $client: client };
@@ -96,16 +106,24 @@ describe("the pooler check", () => {
     expect(isRefusal(afterPoolerSign(db, "A statement was lost."))).toBe(false);
   });
 
-  it("proves a direct connection in one statement, on a pool of one too, and a sign there is asked again", async () => {
-    const db = modelClient("direct", 1);
+  it("proves a direct connection in one statement, holding none of the pool's connections for the rounds", async () => {
+    const db = modelClient("direct");
     const reserve = vi.spyOn(db.$client, "reserve");
     await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
-    // No connection was held for the rounds that move one between server connections.
     expect(reserve).not.toHaveBeenCalled();
-    // An app's own DISCARD ALL: asked again (a pool of one not proved direct is refused for good), and proved again.
+  });
+
+  it("never takes a pooler whose greeting is a backend's pid for a direct connection: its port differs", async () => {
+    const db = modelClient({ servers: 3, prepared: "lost" }, 4, "a backend's pid");
+    await expect(refuseBehindPooler(db)).rejects.toSatisfy(isRefusal);
+  });
+
+  it("asks a pool of one proved direct again after a sign, where one not proved is refused for good", async () => {
+    const db = modelClient("direct", 1);
+    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    // An app's own DISCARD ALL: this call fails as it is, and the next is checked again.
     expect(isRefusal(afterPoolerSign(db, "A statement was lost."))).toBe(false);
     await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
-    expect(reserve).not.toHaveBeenCalled();
   });
 
   it("asks a pooler the second question, whatever its greeting", async () => {
@@ -137,16 +155,20 @@ describe("the pooler check", () => {
     await expect(refuseBehindPooler(db)).rejects.toSatisfy(isRefusal);
   });
 
-  it("refuses for good a pooler that was too busy to be checked at every call that asked", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-    const db = modelClient({ servers: 1, prepared: "lost" });
-    const outcomes: unknown[] = [];
-    for (let call = 0; call < 3; call++) {
-      const checked = refuseBehindPooler(db).catch((error: unknown) => error);
-      await vi.advanceTimersByTimeAsync(1_000);
-      outcomes.push(await checked);
-    }
-    expect(outcomes.slice(0, 2).every(isRetryableRefusal)).toBe(true);
-    expect(outcomes[2]).toSatisfy(isRefusal);
-  });
+  it.each(["lost", "prepared again"] as const)(
+    "refuses retryably, never for good, a pooler too busy to be checked at every call that asked (statements %s)",
+    async (prepared) => {
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+      const db = modelClient({ servers: 1, prepared });
+      const outcomes: unknown[] = [];
+      for (let call = 0; call < 4; call++) {
+        const checked = refuseBehindPooler(db).catch((error: unknown) => error);
+        await vi.advanceTimersByTimeAsync(1_000);
+        outcomes.push(await checked);
+      }
+      // A pooler that keeps statements is not to be refused for its busy moments; one that loses them is, once a
+      // probe can ask it, or at its first sign (above).
+      expect(outcomes.every(isRetryableRefusal)).toBe(true);
+    },
+  );
 });

@@ -117,6 +117,21 @@ async function expectOnlyKeptOrdersAnswered(instances: AnyDb[], query: PooledDat
   for (const message of refusals) expect(message).toContain("postgres(url, { prepare: false })");
 }
 
+/** One call alone on `engine` (nothing else holds the pool): refused as misconfigured, and nothing ran. */
+async function expectRefusedForGood(engine: { run: ReturnType<typeof createIdempotencyEngine>["run"] }) {
+  let ran = false;
+  const outcome = await engine
+    .run({ scope: "s", path: "orders.place", key: crypto.randomUUID(), fingerprint: "fp" }, async () => {
+      ran = true;
+      return { value: "placed", response: answer };
+    })
+    .then(
+      () => "answered",
+      (error: unknown) => (isIdempotencyError(error) ? error.code : String(error)),
+    );
+  expect({ outcome, ran }).toEqual({ outcome: IdempotencyErrorCode.STORE_MISCONFIGURED, ran: false });
+}
+
 describe("postgres.js with its defaults behind the pooler", () => {
   it("is refused from the first call, naming prepare: false, before anything runs: 60 orders, none placed", async () => {
     const { query, instances } = await twoInstances("postgres.js defaults");
@@ -146,6 +161,8 @@ describe("postgres.js with its defaults behind the pooler", () => {
     for (const outcome of outcomes) {
       expect(outcome).toMatch(/^STORE_(MISCONFIGURED|UNAVAILABLE): .*postgres\(url, \{ prepare: false \}\)/);
     }
+    // Once the storm is over the check can ask: each instance is refused for good.
+    for (const engine of engines) await expectRefusedForGood(engine);
   });
 
   it("is refused in lease mode too, whose statements postgres.js sends again by itself: the work never runs", async () => {
@@ -172,6 +189,7 @@ describe("postgres.js with its defaults behind the pooler", () => {
     for (const outcome of outcomes) {
       expect([IdempotencyErrorCode.STORE_MISCONFIGURED, IdempotencyErrorCode.STORE_UNAVAILABLE]).toContain(outcome);
     }
+    for (const engine of engines) await expectRefusedForGood(engine);
   });
 
   it("is asked again, in the background, by the calls after a first one whose pool had no second connection free", async () => {

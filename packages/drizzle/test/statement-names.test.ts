@@ -13,6 +13,7 @@ import pg from "pg";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
+import { named, run } from "../src/statements.js";
 import { claimFor } from "./claim-request.js";
 
 let database: Awaited<ReturnType<typeof createDatabase>>;
@@ -79,6 +80,35 @@ describe("statement names, per database", () => {
     // The claim met its statement missing before any work ran: the transaction is begun again, unnamed.
     for (let n = 0; n < 3; n++) await call(crypto.randomUUID());
     expect(await preparedNames(pool)).toEqual([]);
+  });
+
+  it("every Drizzle instance over one pool learns from a name lost through any of them", async () => {
+    const pool = poolOfOne();
+    const first = drizzleStore({ db: drizzle({ client: pool }) });
+    await first.claim(claimFor(crypto.randomUUID()));
+    await pool.query("deallocate all");
+    await first.claim(claimFor(crypto.randomUUID()));
+    // A database made per request over the same pool: its statements go unnamed at once, never lost again.
+    for (let n = 0; n < 3; n++) {
+      expect((await drizzleStore({ db: drizzle({ client: pool }) }).claim(claimFor(crypto.randomUUID()))).status).toBe(
+        "claimed",
+      );
+    }
+    expect(await preparedNames(pool)).toEqual([]);
+  });
+
+  it("a transaction of a database idemkit never saw sends its statements unnamed, which no pooler loses", async () => {
+    const pool = poolOfOne();
+    const ping = named({ PING: { name: "idemkit_ping", text: "select $1::int as n", columns: ["n"] } }).PING;
+    const inTransaction = () => drizzle({ client: pool }).transaction((tx) => run(tx, ping, [1]));
+    expect(await inTransaction()).toEqual([{ n: 1 }]);
+    expect(await preparedNames(pool)).toEqual([]);
+    // Once a store knows the database, its transactions name their statements.
+    const seen = poolOfOne();
+    const db = drizzle({ client: seen });
+    drizzleStore({ db });
+    expect(await db.transaction((tx) => run(tx, ping, [2]))).toEqual([{ n: 2 }]);
+    expect(await preparedNames(seen)).toEqual([expect.stringMatching(/^idemkit_ping_/)]);
   });
 
   it("a postgres.js client with prepare: false leaves a node-postgres database's statements named", async () => {
