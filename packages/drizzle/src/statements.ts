@@ -169,13 +169,14 @@ const preparedOn = new WeakMap<object, WeakMap<Statement, Prepared>>();
 
 /**
  * The databases whose statements idemkit sends unprepared, each by its driver's client, which its transactions and
- * every other Drizzle instance over it share (see `databaseOf`); so is a transaction of a database never seen. A transaction pooler (PgBouncer, Supabase's
- * Supavisor, Neon's) hands each transaction, and each statement outside one, to whichever server connection is free,
- * so a statement prepared by name on one is missing on the next (or there already, from another client). The first
- * time PostgreSQL says so on a database, or once it is a postgres.js client with `prepare: false` (what its users
- * behind a pooler are told to set), that database's statements are sent unprepared from then on (see `unprepared`);
- * every other database keeps its names, which cost less: an atomic first execution takes 2.5 times as much CPU
- * unprepared on node-postgres (743 against 1,868 µs, a direct connection on one machine).
+ * every other Drizzle instance over it share (see `databaseOf`); so is a transaction of a database never seen. A
+ * transaction pooler (PgBouncer, Supabase's Supavisor, Neon's) hands each transaction, and each statement outside
+ * one, to whichever server connection is free, so a statement prepared by name on one is missing on the next (or
+ * there already, from another client). The first time PostgreSQL says so on a database, or once it is a postgres.js
+ * client with `prepare: false` (what its users behind a pooler are told to set), that database's statements are sent
+ * unprepared from then on (see `unprepared`); every other database keeps its names, which cost less: an atomic first
+ * execution takes 2.5 times as much CPU unprepared on node-postgres (743 against 1,868 µs, a direct connection on
+ * one machine).
  */
 const unnamed = new WeakSet<object>();
 
