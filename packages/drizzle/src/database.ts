@@ -35,11 +35,13 @@ export interface Transactions {
    */
   transaction<T>(work: (tx: unknown) => Promise<T>): Promise<T>;
   /**
-   * Whether a COMMIT reported done was one. Where not (postgres.js 3 with `prepare` on, whose prepared COMMIT a
-   * transaction pooler loses, and which then reports the ROLLBACK PostgreSQL answered as done), the caller reads
-   * back what its transaction wrote before calling it kept.
+   * Where the driver may report done a COMMIT that PostgreSQL did not keep (postgres.js 3 with `prepare` on: see
+   * `postgres-js.ts`), an SQL expression, true when it will not on a connection to PostgreSQL itself: the
+   * transaction's last statement evaluates it in the COMMIT's flight (see `provingCommit`), and where it was false,
+   * or the connection is not proved direct, the caller reads back what the transaction wrote before calling it kept.
+   * Undefined where every COMMIT the driver reports done was one.
    */
-  readonly provesCommits: boolean;
+  readonly commitProof?: string | undefined;
   /** Where the database's statements enter its driver (what the bypass guard watches); undefined for an unknown one. */
   readonly entrances?: Entrances | undefined;
 }

@@ -91,7 +91,7 @@ export async function againIfConnectionLost<T>(call: () => Promise<T>): Promise<
  * node-postgres report it), or it went through and the driver still refused to commit, remembering the failed
  * statement (postgres.js). A lost connection or a server going away is the store's failure instead.
  */
-export async function isProcedureFailure(error: unknown, completion: Promise<boolean>): Promise<boolean> {
+export async function isProcedureFailure(error: unknown, completion: Promise<unknown>): Promise<boolean> {
   const completionError = await completion.then(
     () => undefined,
     (failure: unknown) => failure ?? new Error("completion failed"),

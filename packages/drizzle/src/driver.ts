@@ -7,7 +7,8 @@
  * - a node-postgres pool: Drizzle's transaction on a client in pipeline mode (see `node-postgres.ts`).
  * - PGlite, a single node-postgres `Client`, and any other: Drizzle's `db.transaction`. PGlite has no network.
  * Every COMMIT but postgres.js 3's with `prepare` on is never prepared, so it is failed, not reported done, unless
- * the transaction had already failed, which the statement that found it failed says first.
+ * the transaction had already failed, which the statement that found it failed says first; postgres.js 3's is
+ * proved by the transaction's last statement (`commitProof`).
  *
  * Each driver also says where its statements enter (what the bypass guard watches) and, through `pooler`, what a
  * transaction pooler in front of it means for idemkit's calls.
@@ -16,7 +17,7 @@ import type { AnyPgDatabase, Entrances, Row, Transactions } from "./database.js"
 import { isConnectionLost, isPreparedStatementLost } from "./driver-errors.js";
 import { primaryOf } from "./drizzle-session.js";
 import { nodePostgresDriver, nodePostgresPool } from "./node-postgres.js";
-import { afterPoolerSign, refuseBehindPooler } from "./pooler.js";
+import { afterPoolerSign, provedDirect, refuseBehindPooler } from "./pooler.js";
 import { postgresJsClient, postgresJsDriver } from "./postgres-js.js";
 
 /**
@@ -43,6 +44,11 @@ export interface PoolerPolicy {
   signOf(error: unknown): unknown;
   /** What a call whose COMMIT was reported done and kept nothing (`detail` says so) is answered with. */
   unkeptCommit(detail: string): unknown;
+  /**
+   * Whether the database's connections were proved to reach PostgreSQL itself: only there is a session the
+   * connection's own, so that what it holds says what the connection prepared (see `Transactions.commitProof`).
+   */
+  provedDirect(): boolean;
 }
 
 /** `db`'s pooler policy: see `PoolerPolicy`. */
@@ -56,6 +62,7 @@ function poolerPolicy(db: object): PoolerPolicy {
         ? afterPoolerSign(db, "PostgreSQL lost a prepared statement.", error)
         : undefined,
     unkeptCommit: (detail) => afterPoolerSign(db, detail),
+    provedDirect: () => provedDirect(db),
   };
 }
 
@@ -77,7 +84,7 @@ export function driverOf(db: AnyPgDatabase): Driver {
       ? postgresJsDriver(db, postgresJs)
       : nodePostgres
         ? nodePostgresDriver(db, nodePostgres)
-        : { transaction: (work) => db.transaction(work), provesCommits: true, entrances: pgliteEntrances(db) };
+        : { transaction: (work) => db.transaction(work), entrances: pgliteEntrances(db) };
     driver = { ...transactions, pooler: poolerPolicy(db) };
     drivers.set(db, driver);
   }

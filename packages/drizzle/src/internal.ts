@@ -5,6 +5,7 @@
  * here may change in any release.
  */
 
+export { commitKept, provingCommit } from "./commit-proof.js";
 export type { Executor, Row } from "./database.js";
 export { driverOf, rowsOfResult } from "./driver.js";
 export { isLockTimeout, sqlStateOf } from "./driver-errors.js";

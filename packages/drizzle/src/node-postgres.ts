@@ -61,10 +61,10 @@ export function nodePostgresDriver(db: AnyPgDatabase, pool: NodePostgresPool): T
   // A single `pg.Client` has no entrances to watch: its transaction runs on the connection every statement uses.
   const entrances = { client: pool, methods: ["query", "connect"], oneConnection: pool.options?.max === 1 };
   const session = sessionOn(db, pool);
-  if (!session) return { transaction: (work) => db.transaction(work), provesCommits: true, entrances };
+  if (!session) return { transaction: (work) => db.transaction(work), entrances };
   // The pool itself in every other way (Drizzle asks whether its client is a pool), checking out pipelined clients.
   const pipelining = Object.create(pool, { connect: { value: () => checkedOutPipelined(pool) } }) as object;
-  return { transaction: (work) => transactionOn(session, pipelining, work), provesCommits: true, entrances };
+  return { transaction: (work) => transactionOn(session, pipelining, work), entrances };
 }
 
 /** A client of `pool` checked out as the file's comment says, which is given back as it was. */

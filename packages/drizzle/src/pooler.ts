@@ -134,6 +134,15 @@ export async function refuseBehindPooler(db: object): Promise<void> {
   }
 }
 
+/**
+ * Whether `db`'s connections were proved to reach PostgreSQL itself (see `reachesPostgresDirectly`), so that a
+ * session is the connection's own and holds only what it prepared; false while unasked, and once a sign asks again.
+ */
+export function provedDirect(db: object): boolean {
+  const client = postgresJsClient(db);
+  return client !== undefined && verdicts.get(client)?.direct === true;
+}
+
 /** Starts a probe of `client` whose answer goes to `verdict`; it never rejects. */
 function probe(client: PostgresJsClient, verdict: Verdict, secondWaitMs: number): Promise<void> {
   const sawPooler = () => {
@@ -210,7 +219,7 @@ const signsLog = onceLog();
  * Supavisor's 6543; none over a Unix socket, where PostgreSQL says none). A port forwarded to another (a container's,
  * a proxy's) reads as "not proved", and the second check asks. One round trip, on a pool of any size; sent as a simple
  * query, which every pooler serves. It proves no COMMIT kept, though: an app's own `DISCARD ALL` loses postgres.js
- * 3's prepared COMMIT on a direct connection as a pooler would (see `Driver.provesCommits`).
+ * 3's prepared COMMIT on a direct connection as a pooler would (see `Transactions.commitProof`).
  */
 async function reachesPostgresDirectly(client: PostgresJsClient): Promise<boolean> {
   const rows = (await client.unsafe("select pg_backend_pid() as pid, inet_server_port() as port", [], {

@@ -18,10 +18,16 @@
  * outside the transaction. The claim may then have been kept on its own: its record stands in progress until its
  * lease ends, as a crashed lease-mode call's does.
  *
- * postgres.js 3 keeps its own `sql.begin`: its `reserve()` drops a reservation that waits for a connection when a
- * connection closes meanwhile (the pool reconnects that connection for the waiting reservation, then hands it to
- * no one), so a call waiting for its pool through a restart would never be answered. There a COMMIT is proved by
- * reading back what it kept, where postgres.js 3 can report a rolled-back one done (see `provesCommits`).
+ * postgres.js 3 keeps its own `sql.begin`, which awaits BEGIN alone: its `reserve()` drops a reservation that waits
+ * for a connection when a connection closes meanwhile (the pool reconnects that connection for the waiting
+ * reservation, then hands it to no one), so a call waiting for its pool through a restart would never be answered.
+ * With `prepare` on, its COMMIT is a prepared statement, and one PostgreSQL no longer holds (an app's own DISCARD
+ * ALL; a pooler's other server connection) fails, aborting the transaction; postgres.js prepares it again and sends
+ * it once more, and reports done the ROLLBACK PostgreSQL then answers. So the transaction's last statement asks
+ * whether the session holds a prepared `commit` (`PREPARED_COMMIT_HELD`): postgres.js caches one statement per text
+ * and connection, and prepares one again only by sending it again, so while the session holds one, it is the one
+ * postgres.js sends. Where it does not (a connection's first transaction; the first after a DISCARD ALL), the
+ * caller reads back what the COMMIT kept.
  */
 
 import type { AnyPgDatabase, Transactions } from "./database.js";
@@ -49,7 +55,7 @@ export interface ReservedConnection {
 /** A postgres.js client (`sql`), as far as idemkit reads it. */
 export interface PostgresJsClient {
   begin: unknown;
-  options: { prepare?: unknown; socket?: unknown; max?: unknown; port?: unknown };
+  options: { prepare?: unknown; max?: unknown; port?: unknown };
   reserve(): PromiseLike<ReservedConnection>;
   /** A statement on any connection of the pool; its rows carry `state`, the connection's BackendKeyData. */
   unsafe(text: string, args?: unknown[], options?: StatementOptions): PromiseLike<unknown>;
@@ -60,11 +66,8 @@ function isVersion3(client: PostgresJsClient): boolean {
   return !("stats" in client);
 }
 
-/**
- * What `guardedConnections` (`@idemkit/postgres-js-guard`) marks its socket factory with, by this registered name
- * (neither package imports the other): its sockets fail a COMMIT answered ROLLBACK.
- */
-const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
+/** True while the session holds postgres.js 3's prepared COMMIT: see the file's comment. */
+const PREPARED_COMMIT_HELD = "exists (select from pg_catalog.pg_prepared_statements where statement = 'commit')";
 
 /** The driver of a Drizzle database on postgres.js: see the file's comment. */
 export function postgresJsDriver(db: AnyPgDatabase, client: PostgresJsClient): Transactions {
@@ -74,13 +77,11 @@ export function postgresJsDriver(db: AnyPgDatabase, client: PostgresJsClient): T
   if (session && !isVersion3(client)) {
     // What the session calls to begin a transaction: see the file's comment.
     const beginning = { begin: (scoped: (scope: Scope) => Promise<unknown>) => reservedTransaction(client, scoped) };
-    return { transaction: (work) => transactionOn(session, beginning, work), provesCommits: true, entrances };
+    return { transaction: (work) => transactionOn(session, beginning, work), entrances };
   }
-  // postgres.js 3 prepares its COMMIT with `prepare` on; through the guard, a COMMIT answered ROLLBACK fails.
-  const socket = client.options.socket as { [FAILS_ROLLED_BACK_COMMITS]?: true } | undefined;
   return {
     transaction: (work) => db.transaction(work),
-    provesCommits: client.options.prepare === false || socket?.[FAILS_ROLLED_BACK_COMMITS] === true,
+    commitProof: client.options.prepare === false ? undefined : PREPARED_COMMIT_HELD,
     entrances,
   };
 }

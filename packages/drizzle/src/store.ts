@@ -35,12 +35,21 @@ import { IdempotencyError, IdempotencyErrorCode, ProcedureTransactionError } fro
 import { checkedNumber, DEFAULT_WAIT_MS } from "@idemkit/core/internal";
 import { replacement } from "@idemkit/core/store";
 import { bypassGuard } from "./bypass-guard.js";
-import type { AnyPgDatabase, Executor } from "./database.js";
+import { commitKept, provingCommit } from "./commit-proof.js";
+import type { AnyPgDatabase, Executor, Row } from "./database.js";
 import { driverOf } from "./driver.js";
 import { againIfConnectionLost, isLockTimeout, isProcedureFailure } from "./driver-errors.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
-import { command, preparedOnce, purgeInBatches, qualifiedName, run, runUnprepared } from "./statements.js";
+import {
+  command,
+  preparedOnce,
+  purgeInBatches,
+  qualifiedName,
+  run,
+  runUnprepared,
+  type Statement,
+} from "./statements.js";
 import { StatementLostBeforeWork, type TransactionOf, transactionOf } from "./transaction.js";
 
 /** What `drizzleStore` takes: your Drizzle database, and the table and waits when not the defaults. */
@@ -104,7 +113,8 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   const statements = statementsFor(qualifiedName(table));
   const guard = watchBypasses ? bypassGuard(db) : undefined;
   preparedOnce(db);
-  const { provesCommits, pooler } = driverOf(db);
+  const driver = driverOf(db);
+  const { pooler } = driver;
 
   /**
    * Claims `request` through `executor`: the database itself (lease mode), or an atomic transaction (`inTransaction`),
@@ -145,21 +155,17 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     return row && toRecord(row);
   }
 
+  /** The completed record's row (with the COMMIT's proof, through `provingCommit`); undefined when none was. */
   async function completeWith(
     executor: Executor,
     id: RecordId,
     fence: number,
     response: StoredResponse,
     expiresAt: number,
-  ) {
-    const updated = await run(executor, statements.COMPLETE, [
-      ...keyOf(id),
-      expiresAt,
-      response.status,
-      response.body,
-      fence,
-    ]);
-    return updated.length === 1;
+    statement: Statement = statements.COMPLETE,
+  ): Promise<Row | undefined> {
+    const [row] = await run(executor, statement, [...keyOf(id), expiresAt, response.status, response.body, fence]);
+    return row;
   }
 
   const atomic: AtomicCapability<TransactionOf<TDb>> = {
@@ -179,14 +185,23 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     // the same flight. Its outcome is checked here, after the commit: had it failed, PostgreSQL turned the
     // COMMIT into a rollback of everything, which is then reported instead of the result.
     let claimed: (ClaimRequest & { fence: number }) | undefined;
-    let completing: { response: StoredResponse; expiresAt: number; done: Promise<boolean> } | undefined;
+    let completing: { response: StoredResponse; expiresAt: number; done: Promise<Row | undefined> } | undefined;
     let finished: { value: Awaited<ReturnType<typeof work>> } | undefined;
     try {
       const result = await transactionOf(db, transact);
-      if (completing && !(await completing.done)) {
-        throw new Error("The claimed record vanished inside its own transaction.");
+      const completed = completing && (await completing.done);
+      if (completing && !completed) throw new Error("The claimed record vanished inside its own transaction.");
+      if (completed && claimed) {
+        const kept = [...keyOf(claimed.id), claimed.fence];
+        // Read unprepared: see `runUnprepared`. The record is there, under the transaction's fence, only if the
+        // COMMIT was.
+        await commitKept(
+          driver,
+          completed,
+          () => runUnprepared(db, statements.KEPT, kept),
+          "A transaction's COMMIT was reported done, and nothing of it was kept.",
+        );
       }
-      if (!provesCommits && completing && claimed) await provenCommitted(claimed);
       return result;
     } catch (error) {
       const sign = pooler.signOf(error);
@@ -243,7 +258,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
           // by different paths, and on some versions the later-sent one reaches the driver first. A failed undo
           // leaves the transaction aborted, which the completion then reports.
           if (undoEffects) await command(own, UNDO).catch(() => {});
-          const done = completeWith(own, id, fence, response, expiresAt);
+          const done = completeWith(own, id, fence, response, expiresAt, provingCommit(statements.COMPLETE, driver));
           done.catch(() => {});
           completing = { response, expiresAt, done };
         },
@@ -252,20 +267,6 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       finished = { value };
       return value;
     }
-  }
-
-  /**
-   * Reads back the record a transaction completed, where the driver may report a rolled-back COMMIT done (see
-   * `Driver.provesCommits`): it is there, under the transaction's fence, only if the COMMIT was. Such a driver is
-   * refused from then on (see pooler.ts); a read that fails leaves the outcome unknown, which the engine answers as
-   * such.
-   */
-  async function provenCommitted(request: ClaimRequest & { fence: number }): Promise<void> {
-    const kept = await againIfConnectionLost(() =>
-      runUnprepared(db, statements.KEPT, [...keyOf(request.id), request.fence]),
-    );
-    if (kept.length === 1) return;
-    throw pooler.unkeptCommit("A transaction's COMMIT was reported done, and nothing of it was kept.");
   }
 
   /**
@@ -302,7 +303,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       return againIfConnectionLost(() => claimWith(db, request));
     },
     complete: (id, fence, response, expiresAt) =>
-      againIfConnectionLost(() => completeWith(db, id, fence, response, expiresAt)),
+      againIfConnectionLost(async () => (await completeWith(db, id, fence, response, expiresAt)) !== undefined),
     release: (id, fence) =>
       againIfConnectionLost(async () => (await run(db, statements.RELEASE, [...keyOf(id), fence])).length === 1),
     renew: (id, fence, leaseExpiresAt) =>

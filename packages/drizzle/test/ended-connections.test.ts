@@ -14,7 +14,6 @@ import pg from "pg";
 import postgres from "postgres";
 import postgres4 from "postgres4";
 import { describe, expect, it } from "vitest";
-import { driverOf } from "../src/driver.js";
 import { drizzleStore } from "../src/index.js";
 import { claimFor } from "./claim-request.js";
 
@@ -51,12 +50,6 @@ describe("idemkit's own transactions, on a plain postgres.js pool", () => {
 });
 
 describe("drizzleStore on a guarded pool", () => {
-  it("is known by the mark the guard's sockets carry, so atomic mode reads nothing back after its COMMIT", () => {
-    // The two packages share the mark by its registered name alone; a misspelt name on either side fails here.
-    expect(driverOf(drizzle(pool({ guarded: true }))).provesCommits).toBe(true);
-    expect(driverOf(drizzle(pool({ guarded: false }))).provesCommits).toBe(false);
-  });
-
   it.each(["fails", "catches the failure and returns"] as const)(
     "refuse an atomic call whose connection ended just after its claim, whose procedure %s, and serve the next",
     (ending) => refusesAndServesTheNext(drizzle(pool({ guarded: true })), ending),

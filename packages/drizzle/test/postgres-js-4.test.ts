@@ -2,7 +2,8 @@
  * postgres.js 4, the major a new app installs today, beside 3.4 (the rest of the suite's): the store and atomic
  * conformance suites on it, and what differs. On 4 idemkit begins its transactions itself and reads COMMIT's answer
  * (see src/postgres-js.ts), so atomic mode reads nothing back after the COMMIT; on 3 with `prepare` on, which can
- * report a rolled-back COMMIT done, it reads its record back. The transaction the procedure gets is Drizzle's own all
+ * report a rolled-back COMMIT done, the completion says whether the connection holds its prepared COMMIT, and the
+ * record is read back where not. The transaction the procedure gets is Drizzle's own all
  * the same, and nests. Its round trips: `round-trips.test.ts`.
  */
 import { createIdempotencyEngine } from "@idemkit/core";
@@ -68,19 +69,43 @@ describeAtomicConformance("drizzleStore on PostgreSQL (postgres.js 4)", async ()
 
 describe("atomic mode's proof of its COMMIT", () => {
   /** How many statements one first execution sends that read the record back after its COMMIT. */
-  async function readsBackOn(database: Awaited<ReturnType<typeof openOn>>): Promise<number> {
+  async function readsBackOn(database: { db: AnyDb; sent: string[] }): Promise<number> {
     const engine = createIdempotencyEngine({ store: drizzleStore({ db: database.db }) });
     const before = database.sent.length;
-    await engine.run({ scope: "s", path: "orders.place", key: crypto.randomUUID(), fingerprint: "fp" }, async () => ({
-      value: "placed",
-      response: { status: 200, body: '"placed"' },
-    }));
+    const call = engine.run(
+      { scope: "s", path: "orders.place", key: crypto.randomUUID(), fingerprint: "fp" },
+      async () => ({
+        value: "placed",
+        response: { status: 200, body: '"placed"' },
+      }),
+    );
+    // A call that fails is counted too: the read is what found its COMMIT not kept.
+    await call.catch(() => {});
     return database.sent.slice(before).filter((text) => text.includes("as kept from")).length;
   }
 
-  it("is postgres.js 4's own, which fails a COMMIT answered ROLLBACK: no read after it; on 3, one", async () => {
+  it("is postgres.js 4's own, which fails a COMMIT answered ROLLBACK: no read after it", async () => {
     expect(await readsBackOn(onFour)).toBe(0);
-    expect(await readsBackOn(onThree)).toBe(1);
+  });
+
+  it("on 3, is the completion's: a read only while the connection holds no prepared COMMIT", async () => {
+    const sent: string[] = [];
+    const client = postgres3(onThree.url, { max: 1, onnotice: () => {}, debug: (_, text) => sent.push(text) });
+    try {
+      const database = { db: drizzle(client), sent };
+      // Its first transaction prepares the COMMIT; the ones after it find it held, and postgres.js sends that one.
+      expect([await readsBackOn(database), await readsBackOn(database), await readsBackOn(database)]).toEqual([
+        1, 0, 0,
+      ]);
+      // An app's own DISCARD ALL drops it (and the calls that meet their own statements missing fail): read back
+      // once more, by the call whose COMMIT postgres.js prepares again, and not after.
+      await client.unsafe("discard all");
+      const after: number[] = [];
+      for (let call = 0; call < 4; call++) after.push(await readsBackOn(database));
+      expect(after).toEqual([0, 1, 0, 0]);
+    } finally {
+      await client.end({ timeout: 5 });
+    }
   });
 });
 

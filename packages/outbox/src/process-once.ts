@@ -12,12 +12,15 @@
 
 import type { AnyPgDatabase, TransactionOf } from "@idemkit/drizzle";
 import {
+  commitKept,
   driverOf,
   isLockTimeout,
   named,
   preparedOnce,
+  provingCommit,
   purgeInBatches,
   qualifiedName,
+  type Row,
   run,
   runUnprepared,
   StatementLostBeforeWork,
@@ -93,9 +96,10 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
   }
   const { MARK, CHECK } = statementsOf(table);
   preparedOnce(db);
-  const { provesCommits, pooler } = driverOf(db);
+  const driver = driverOf(db);
+  const { pooler } = driver;
   await pooler.checked();
-  let check: Promise<unknown> | undefined;
+  let check: Promise<Row[]> | undefined;
   const outcome = await transactionOf(db, async (tx, own) => {
     const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`;
     const [mark] = await run(own, MARK, [consumer, eventId, now?.() ?? null, lockTimeout]).catch((cause: unknown) => {
@@ -113,18 +117,19 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
     // A handler that caught a failed statement of its own leaves the transaction aborted, and node-postgres then
     // answers its COMMIT as a rollback without an error: one more statement makes that an error, so the event is not
     // acknowledged as processed while nothing was kept. Sent without waiting for its answer, so that the COMMIT
-    // leaves in its flight; its answer is read once the transaction is over.
-    check = run(own, CHECK, [consumer, eventId]);
+    // leaves in its flight; its answer, with the COMMIT's proof where the driver needs one, is read once the
+    // transaction is over.
+    check = run(own, provingCommit(CHECK, driver), [consumer, eventId]);
     check.catch(() => {});
     return { processed: true, value } as const;
   }).then(
     (result) => ({ result }),
     (error: unknown) => ({ error }),
   );
-  const checkFailure = await check?.then(
-    () => undefined,
-    (cause: unknown) => cause ?? new Error("The check of the mark failed."),
-  );
+  const [checked, checkFailure] = (await check?.then(
+    ([row]) => [row, undefined] as const,
+    (cause: unknown) => [undefined, cause ?? new Error("The check of the mark failed.")] as const,
+  )) ?? [undefined, undefined];
   if (checkFailure !== undefined && sqlStateOf(checkFailure) === "25P02") {
     throw new Error(
       `processOnce(): ${consumer} could not commit ${eventId}: a statement of its handler failed (and was caught), ` +
@@ -134,14 +139,13 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
   }
   if ("error" in outcome) throw pooler.signOf(outcome.error) ?? outcome.error;
   if (checkFailure !== undefined) throw pooler.signOf(checkFailure) ?? checkFailure;
-  // Where the driver may report a COMMIT done that a transaction pooler turned into a rollback (see @idemkit/drizzle's
-  // driver.ts), the mark is read back before the event is called processed.
-  if (
-    outcome.result.processed &&
-    !provesCommits &&
-    (await runUnprepared(db, CHECK, [consumer, eventId])).length === 0
-  ) {
-    throw pooler.unkeptCommit(
+  // Where the driver may report a COMMIT done that PostgreSQL rolled back (see @idemkit/drizzle's commit-proof.ts),
+  // the event is called processed only once it is known kept.
+  if (outcome.result.processed) {
+    await commitKept(
+      driver,
+      checked,
+      () => runUnprepared(db, CHECK, [consumer, eventId]),
       `processOnce(): ${consumer}'s COMMIT of ${eventId} was reported done, and nothing of it was kept; redeliver it.`,
     );
   }

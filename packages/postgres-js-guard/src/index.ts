@@ -47,13 +47,6 @@ import {
   ServerStreamReader,
 } from "./protocol-messages.js";
 
-/**
- * The mark this guard's socket factory carries, read by `@idemkit/drizzle` by the same registered name (neither
- * package imports the other): sockets that fail a COMMIT PostgreSQL answered ROLLBACK, which postgres.js 3 would
- * report done, so the store need not read its record back after one.
- */
-const FAILS_ROLLED_BACK_COMMITS = Symbol.for("idemkit.failsRolledBackCommits");
-
 /** How the guard connects: its TLS, which it sets up below itself so that it reads the protocol in the clear. */
 export interface GuardedSocketOptions {
   /**
@@ -87,8 +80,7 @@ interface ConnectingTo {
 
 /** A socket factory for postgres.js's `socket` option: what `guardedConnections` sets. */
 export function guardedSocket({ ssl }: GuardedSocketOptions = {}) {
-  return Object.assign(connectGuarded, { [FAILS_ROLLED_BACK_COMMITS]: true as const });
-  function connectGuarded(options: ConnectingTo): GuardedSocket {
+  return function connectGuarded(options: ConnectingTo): GuardedSocket {
     if (options.ssl) {
       // Failed through the socket, not thrown: postgres.js would leave a connection whose factory threw connecting.
       return GuardedSocket.failed(
@@ -100,7 +92,7 @@ export function guardedSocket({ ssl }: GuardedSocketOptions = {}) {
       );
     }
     return new GuardedSocket(options, ssl);
-  }
+  };
 }
 
 const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 4, 210, 22, 47]);

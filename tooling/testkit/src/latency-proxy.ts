@@ -8,12 +8,21 @@
  * statements and writes it holds. A client that waits for each answer before it sends the next statement spends a
  * flight (a round trip) on each; one that pipelines them, one in all. With a round trip of a few ms, a client's
  * writes of one moment are never split by an answer, as they could be on a bare local socket.
+ *
+ * It listens on the database's own port, on another loopback address (127.0.0.2), as a network in between leaves the
+ * port a client connects to: idemkit proves a connection reaches PostgreSQL itself by the port the server says it
+ * was reached on (a pooler listens on its own), and a proxy on another port would read as a pooler. Where that
+ * address or port cannot be had (not Linux; a server listening on every address), it listens on a port of its own,
+ * and says so (`transparent` false).
  */
 import { connect, createServer, type Socket } from "node:net";
 
 export interface LatencyProxy {
-  /** The port it listens on, 127.0.0.1. */
+  /** The address and port it listens on. */
+  host: string;
   port: number;
+  /** Whether it listens on the database's own port (see the file's comment). */
+  transparent: boolean;
   /** The database URL `url` with its host and port replaced by the proxy's. */
   urlFor(url: string): string;
   /** Sets the round trip added from now on, in ms (0 for none). */
@@ -24,7 +33,10 @@ export interface LatencyProxy {
 }
 
 /** Starts a proxy to `host:port` adding `roundTripMs` to every round trip. */
-export function startLatencyProxy(target: { host: string; port: number }, roundTripMs = 0): Promise<LatencyProxy> {
+export async function startLatencyProxy(
+  target: { host: string; port: number },
+  roundTripMs = 0,
+): Promise<LatencyProxy> {
   let toServerMs = 0;
   let toClientMs = 0;
   const setRoundTripMs = (ms: number) => {
@@ -87,27 +99,34 @@ export function startLatencyProxy(target: { host: string; port: number }, roundT
     );
   });
 
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      resolve({
-        port,
-        urlFor(url) {
-          const proxied = new URL(url);
-          proxied.hostname = "127.0.0.1";
-          proxied.port = String(port);
-          return proxied.toString();
-        },
-        setRoundTripMs,
-        flights: () => flights,
-        close: () =>
-          new Promise<void>((done) => {
-            for (const socket of sockets) socket.destroy();
-            server.close(() => done());
-          }),
+  const listening = (host: string, port: number) =>
+    new Promise<number>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => {
+        server.off("error", reject);
+        const address = server.address();
+        resolve(typeof address === "object" && address ? address.port : 0);
       });
     });
-  });
+  const transparentHost = "127.0.0.2";
+  const bound = await listening(transparentHost, target.port).then(
+    (port) => ({ host: transparentHost, port, transparent: true }),
+    async () => ({ host: "127.0.0.1", port: await listening("127.0.0.1", 0), transparent: false }),
+  );
+  return {
+    ...bound,
+    urlFor(url) {
+      const proxied = new URL(url);
+      proxied.hostname = bound.host;
+      proxied.port = String(bound.port);
+      return proxied.toString();
+    },
+    setRoundTripMs,
+    flights: () => flights,
+    close: () =>
+      new Promise<void>((done) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => done());
+      }),
+  };
 }
