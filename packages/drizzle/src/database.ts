@@ -42,6 +42,12 @@ export interface Transactions {
    * Undefined where every COMMIT the driver reports done was one.
    */
   readonly commitProof?: string | undefined;
+  /**
+   * Whether idemkit writes its statements' values into their text (see `unprepared` in statements.ts) from the
+   * first: where the client prepares nothing (postgres.js with `prepare: false`, what its users behind a pooler
+   * set), a statement with parameters would cost two round trips.
+   */
+  readonly prefersLiterals?: boolean | undefined;
   /** Where the database's statements enter its driver (what the bypass guard watches); undefined for an unknown one. */
   readonly entrances?: Entrances | undefined;
 }

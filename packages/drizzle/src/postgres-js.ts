@@ -71,18 +71,20 @@ const PREPARED_COMMIT_HELD = "exists (select from pg_catalog.pg_prepared_stateme
 
 /** The driver of a Drizzle database on postgres.js: see the file's comment. */
 export function postgresJsDriver(db: AnyPgDatabase, client: PostgresJsClient): Transactions {
+  const prepares = client.options.prepare !== false;
   // `reserve`: idemkit's own transactions on postgres.js 4 begin on a reserved connection.
   const entrances = { client, methods: ["unsafe", "begin", "reserve"], oneConnection: client.options.max === 1 };
+  const common = { prefersLiterals: !prepares, entrances };
   const session = sessionOn(db, client);
   if (session && !isVersion3(client)) {
     // What the session calls to begin a transaction: see the file's comment.
     const beginning = { begin: (scoped: (scope: Scope) => Promise<unknown>) => reservedTransaction(client, scoped) };
-    return { transaction: (work) => transactionOn(session, beginning, work), entrances };
+    return { ...common, transaction: (work) => transactionOn(session, beginning, work) };
   }
   return {
+    ...common,
     transaction: (work) => db.transaction(work),
-    commitProof: client.options.prepare === false ? undefined : PREPARED_COMMIT_HELD,
-    entrances,
+    commitProof: prepares ? PREPARED_COMMIT_HELD : undefined,
   };
 }
 
@@ -90,12 +92,6 @@ export function postgresJsDriver(db: AnyPgDatabase, client: PostgresJsClient): T
 export function postgresJsClient(db: object): PostgresJsClient | undefined {
   const client = (primaryOf(db) as { $client?: unknown }).$client as Partial<PostgresJsClient> | undefined;
   return typeof client?.begin === "function" && client.options ? (client as PostgresJsClient) : undefined;
-}
-
-/** postgres.js's `prepare` option on `db` (true, its default, or false), or undefined on another driver. */
-export function postgresJsPrepare(db: object): boolean | undefined {
-  const prepare = postgresJsClient(db)?.options.prepare;
-  return typeof prepare === "boolean" ? prepare : undefined;
 }
 
 /** Statements that change nothing but the transaction's own state: never prepared, so no pooler loses them. */

@@ -20,9 +20,8 @@ import { getTableConfig, type PgTable, QueryBuilder } from "drizzle-orm/pg-core"
 import type { Executor, Row } from "./database.js";
 import { databaseMessageOf, isPreparedStatementLost, sqlStateOf } from "./driver-errors.js";
 import { primaryOf } from "./drizzle-session.js";
-import { postgresJsPrepare } from "./postgres-js.js";
+import { databaseOf, namesStatements, seeDatabase, stopNaming } from "./named-databases.js";
 import { sqlLiteral } from "./sql-literal.js";
-import { unfenced } from "./transaction-fence.js";
 
 /** What a statement is carried by: a select over Drizzle's common table expressions, on a database or transaction. */
 interface Carrier {
@@ -168,49 +167,12 @@ function carrierSelect(executor: Executor, { steps, result }: Expressions): Carr
 const preparedOn = new WeakMap<object, WeakMap<Statement, Prepared>>();
 
 /**
- * The databases whose statements idemkit sends unprepared, each by its driver's client, which its transactions and
- * every other Drizzle instance over it share (see `databaseOf`); so is a transaction of a database never seen. A
- * transaction pooler (PgBouncer, Supabase's Supavisor, Neon's) hands each transaction, and each statement outside
- * one, to whichever server connection is free, so a statement prepared by name on one is missing on the next (or
- * there already, from another client). The first time PostgreSQL says so on a database, or once it is a postgres.js
- * client with `prepare: false` (what its users behind a pooler are told to set), that database's statements are sent
- * unprepared from then on (see `unprepared`); every other database keeps its names, which cost less: an atomic first
- * execution takes 2.5 times as much CPU unprepared on node-postgres (743 against 1,868 µs, a direct connection on
- * one machine).
- */
-const unnamed = new WeakSet<object>();
-
-/**
- * The database behind `executor`, by its driver's client (`db.$client`: a pool, postgres.js's `sql`, a PGlite), which
- * every Drizzle instance made over it shares, so that a database made per request learns with the others. A
- * transaction has no `$client`: it is found by Drizzle's session options, one object per `drizzle()` call that each of
- * its transactions' sessions is given (drizzle-orm 0.41 to 1.0's release candidates), remembered when its database was
- * seen here (a store, a relay, `processOnce`). Undefined for a transaction of a database never seen: idemkit cannot
- * know whether a pooler loses names there. Read behind a transaction's fence, whose every object is a stand-in.
- */
-function databaseOf(executor: Executor): object | undefined {
-  const database = unfenced(primaryOf(executor)) as { $client?: unknown; session?: { options?: unknown } };
-  const options = isObject(database.session?.options) ? (database.session?.options as object) : undefined;
-  const client = isObject(database.$client) ? database.$client : undefined;
-  if (client && options) clientsByOptions.set(options, client);
-  return client ?? (options && clientsByOptions.get(options));
-}
-
-/** The client of each database seen, by its session options: see `databaseOf`. */
-const clientsByOptions = new WeakMap<object, object>();
-
-function isObject(value: unknown): value is object {
-  return (typeof value === "object" || typeof value === "function") && value !== null;
-}
-
-/**
  * Has `run` keep the statements it prepares on `db` (a database, never a transaction), to run them again with
  * other values, as Drizzle's prepared queries are meant to be; and send them again, unprepared, when a pooler
  * lost one.
  */
 export function preparedOnce(db: Executor): void {
-  const database = databaseOf(db);
-  if (database && postgresJsPrepare(db) === false) unnamed.add(database);
+  seeDatabase(db);
   // Keyed weakly by statement as well: a statement made for one call (the relay's retry and purge) goes with it.
   if (!preparedOn.has(db)) preparedOn.set(db, new WeakMap());
 }
@@ -218,15 +180,14 @@ export function preparedOnce(db: Executor): void {
 /**
  * Runs a statement as a named prepared statement: parsed and planned once per connection, then one round trip
  * each time, on the drivers that prepare (drizzle-orm 0.45.4 and later on postgres.js; node-postgres), and one
- * unnamed statement elsewhere; or unprepared, where a transaction pooler is (see `unnamed`). Always on
+ * unnamed statement elsewhere; or unprepared, where a transaction pooler is (see `namesStatements`). Always on
  * the primary (a database made with `withReplicas` sends a select to a replica, where a write fails and a read may
  * be behind), and never from Drizzle's query cache.
  */
 export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
   const database = databaseOf(executor);
   const attempt = () => {
-    // Named only where idemkit knows the database (see `databaseOf`); unnamed works behind any pooler.
-    const named = database !== undefined && !unnamed.has(database);
+    const named = namesStatements(database);
     return sent(() => {
       if (!named) return unprepared(executor, statement, params);
       const kept = preparedOn.get(executor);
@@ -241,7 +202,7 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
       });
       return prepared.execute(values);
     }).catch((error: unknown) => {
-      if (named && isPreparedStatementLost(error)) unnamed.add(database);
+      if (named && isPreparedStatementLost(error)) stopNaming(database);
       throw error;
     });
   };
