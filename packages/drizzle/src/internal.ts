@@ -10,6 +10,7 @@ export type { Executor, Row } from "./database.js";
 export { driverOf, rowsOfResult } from "./driver.js";
 export { isLockTimeout, sqlStateOf } from "./driver-errors.js";
 export { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
+export { preparedOnce } from "./prepared-queries.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
 export { SAVEPOINT, statementsFor } from "./record-statements.js";
 export type { Statement } from "./statements.js";
@@ -17,7 +18,6 @@ export {
   command,
   dispatch,
   named,
-  preparedOnce,
   purgeInBatches,
   qualifiedName,
   run,

@@ -56,6 +56,7 @@ export function stopNaming(database: object): void {
   unnamed.add(database);
 }
 
-function isObject(value: unknown): value is object {
+/** Whether `value` can key a WeakMap. */
+export function isObject(value: unknown): value is object {
   return (typeof value === "object" || typeof value === "function") && value !== null;
 }

@@ -20,7 +20,8 @@ import { getTableConfig, type PgTable, QueryBuilder } from "drizzle-orm/pg-core"
 import type { Executor, Row } from "./database.js";
 import { databaseMessageOf, isPreparedStatementLost, sqlStateOf } from "./driver-errors.js";
 import { primaryOf } from "./drizzle-session.js";
-import { databaseOf, namesStatements, seeDatabase, stopNaming } from "./named-databases.js";
+import { databaseOf, namesStatements, stopNaming } from "./named-databases.js";
+import { isDatabase, keepPrepared, keptPrepared, type Prepared, preparedOnce } from "./prepared-queries.js";
 import { sqlLiteral } from "./sql-literal.js";
 
 /** What a statement is carried by: a select over Drizzle's common table expressions, on a database or transaction. */
@@ -35,11 +36,6 @@ interface CarrierSelect {
   $withCache?(config: false): CarrierSelect;
   prepare(name: string): Prepared;
   execute(): PromiseLike<Row[]>;
-}
-
-/** A statement as Drizzle prepared it on one database or transaction: run again with other values. */
-interface Prepared {
-  execute(values: Record<string, unknown>): PromiseLike<Row[]>;
 }
 
 /**
@@ -160,24 +156,6 @@ function carrierSelect(executor: Executor, { steps, result }: Expressions): Carr
 }
 
 /**
- * The statements Drizzle prepared on each database a store or relay runs on (see `preparedOnce`), so that each is
- * built and rendered once there: Drizzle renders a statement anew every time it is prepared, which costs more
- * than sending it. A transaction is new each time, so its statements are prepared every time.
- */
-const preparedOn = new WeakMap<object, WeakMap<Statement, Prepared>>();
-
-/**
- * Has `run` keep the statements it prepares on `db` (a database, never a transaction), to run them again with
- * other values, as Drizzle's prepared queries are meant to be; and send them again, unprepared, when a pooler
- * lost one.
- */
-export function preparedOnce(db: Executor): void {
-  seeDatabase(db);
-  // Keyed weakly by statement as well: a statement made for one call (the relay's retry and purge) goes with it.
-  if (!preparedOn.has(db)) preparedOn.set(db, new WeakMap());
-}
-
-/**
  * Runs a statement as a named prepared statement: parsed and planned once per connection, then one round trip
  * each time, on the drivers that prepare (drizzle-orm 0.45.4 and later on postgres.js; node-postgres), and one
  * unnamed statement elsewhere; or unprepared, where a transaction pooler is (see `namesStatements`). Always on
@@ -190,11 +168,10 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
     const named = namesStatements(database);
     return sent(() => {
       if (!named) return unprepared(executor, statement, params);
-      const kept = preparedOn.get(executor);
-      let prepared = kept?.get(statement);
+      let prepared = keptPrepared(executor, statement);
       if (!prepared) {
         prepared = carrierSelect(executor, carrierOf(statement)).prepare(statement.name);
-        kept?.set(statement, prepared);
+        keepPrepared(executor, statement, prepared);
       }
       const values: Record<string, unknown> = {};
       params.forEach((value, index) => {
@@ -210,7 +187,7 @@ export function run(executor: Executor, statement: Statement, params: unknown[])
     .catch((error: unknown) => {
       if (!isPreparedStatementLost(error)) throw error;
       // On a database the same statement is sent again, unprepared. A transaction's was aborted by the failure.
-      if (preparedOn.has(executor)) return attempt();
+      if (isDatabase(executor)) return attempt();
       throw new IdempotencyError(
         IdempotencyErrorCode.STORE_UNAVAILABLE,
         `A transaction pooler between this app and PostgreSQL lost the prepared statement ${statement.name} ` +

@@ -39,17 +39,10 @@ import { commitKept, provingCommit } from "./commit-proof.js";
 import type { AnyPgDatabase, Executor, Row } from "./database.js";
 import { driverOf } from "./driver.js";
 import { againIfConnectionLost, isLockTimeout, isProcedureFailure } from "./driver-errors.js";
+import { preparedOnce } from "./prepared-queries.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
-import {
-  command,
-  preparedOnce,
-  purgeInBatches,
-  qualifiedName,
-  run,
-  runUnprepared,
-  type Statement,
-} from "./statements.js";
+import { command, purgeInBatches, qualifiedName, run, runUnprepared, type Statement } from "./statements.js";
 import { StatementLostBeforeWork, type TransactionOf, transactionOf } from "./transaction.js";
 
 /** What `drizzleStore` takes: your Drizzle database, and the table and waits when not the defaults. */
