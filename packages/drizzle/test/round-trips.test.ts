@@ -7,6 +7,7 @@
  * completion in COMMIT's, so it costs what the same transaction costs unprotected; on postgres.js 3, one more.
  */
 import { createIdempotencyEngine } from "@idemkit/core";
+import { guardedConnections } from "@idemkit/postgres-js-guard";
 import { createDatabase, type LatencyProxy, MIGRATIONS_FOLDER, startLatencyProxy } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";
@@ -48,8 +49,8 @@ async function flightsOf(call: () => Promise<unknown>): Promise<number> {
   return proxy.flights() - before;
 }
 
-/** The flights of the order's transaction unprotected, and of an atomic first execution of it. */
-async function unprotectedAndAtomic(db: AnyDb): Promise<{ unprotected: number; atomic: number }> {
+/** The flights of the order's transaction unprotected, and of an atomic first execution of it answering `body`. */
+async function unprotectedAndAtomic(db: AnyDb, body = '"placed"'): Promise<{ unprotected: number; atomic: number }> {
   const engine = createIdempotencyEngine({ store: drizzleStore({ db }) });
   return {
     unprotected: await flightsOf(() => db.transaction(placeOrder)),
@@ -58,7 +59,7 @@ async function unprotectedAndAtomic(db: AnyDb): Promise<{ unprotected: number; a
         { scope: "s", path: "orders.place", key: crypto.randomUUID(), fingerprint: "fp" },
         async ({ tx }: { tx: AnyDb }) => {
           await placeOrder(tx);
-          return { value: "placed", response: { status: 200, body: '"placed"' } };
+          return { value: "placed", response: { status: 200, body } };
         },
       ),
     ),
@@ -97,5 +98,34 @@ describe("round trips", () => {
     } finally {
       await pool.end();
     }
+  });
+
+  describe("answering 2 kB, so that the completion is written at once, ahead of the COMMIT behind it", () => {
+    const body = JSON.stringify("x".repeat(2_000));
+
+    it("costs the same on postgres.js 4 and node-postgres", async () => {
+      const four = postgres4(proxy.urlFor(database.url), { max: 1, onnotice: () => {} });
+      const pool = new pg.Pool({ connectionString: proxy.urlFor(database.url), max: 1 });
+      try {
+        expect(await unprotectedAndAtomic(drizzle(four as never), body)).toEqual({ unprotected: 3, atomic: 3 });
+        expect(await unprotectedAndAtomic(drizzleNodePostgres(pool), body)).toEqual({ unprotected: 3, atomic: 3 });
+      } finally {
+        await Promise.all([four.end({ timeout: 5 }), pool.end()]);
+      }
+    });
+
+    it("costs one more on postgres.js 3 (its socket keeps Nagle's algorithm), and not through guardedConnections", async () => {
+      const url = proxy.urlFor(database.url);
+      const plain = postgres3(url, { max: 1, onnotice: () => {} });
+      const guarded = postgres3(url, guardedConnections({ max: 1, onnotice: () => {} }));
+      try {
+        // The COMMIT waits for the completion's ACK, which comes with its answer: a round trip.
+        const readBack = proxy.transparent ? 0 : 1;
+        expect(await unprotectedAndAtomic(drizzle(plain), body)).toEqual({ unprotected: 3, atomic: 5 + readBack });
+        expect(await unprotectedAndAtomic(drizzle(guarded), body)).toEqual({ unprotected: 3, atomic: 4 + readBack });
+      } finally {
+        await Promise.all([plain.end({ timeout: 5 }), guarded.end({ timeout: 5 })]);
+      }
+    });
   });
 });

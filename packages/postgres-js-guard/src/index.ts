@@ -184,7 +184,11 @@ export class GuardedSocket extends EventEmitter {
     this.host = options.host[0] ?? "localhost";
     this.port = options.port[0] ?? 5432;
     if (!connect) return;
-    this.#tcp = options.path ? connectTcp(options.path) : connectTcp(this.port, this.host);
+    // Without Nagle's algorithm: postgres.js writes a statement of 1 kB or more at once, and one sent right behind it
+    // (a COMMIT behind a large answer) would otherwise wait a round trip for the first one's ACK.
+    this.#tcp = options.path
+      ? connectTcp(options.path)
+      : connectTcp({ port: this.port, host: this.host, noDelay: true });
     this.#tcp.on("error", (error) => this.#end({ error }));
     this.#tcp.on("close", () => this.#end({ closed: true }));
     if (ssl) this.#startTls(ssl);
