@@ -8,9 +8,10 @@
  *   `drizzle()` call, which its transactions' sessions share), and handed to the instance's next transaction on its
  *   own connection, as Drizzle's session hands its own client to the transactions it begins. Rendering was most of what
  *   sending them cost: a first execution in atomic mode took 14% less of the app's CPU (`npm run bench:against`).
- *   Only a prepared query that sends through the `client` of the session it was made on (drizzle-orm's own, on every
+ *   Only a prepared query that sends through the `client` of the session it was made on (drizzle-orm 0.x's, on every
  *   driver) is kept, so that one made otherwise is never sent on a connection not its transaction's: it is then
- *   prepared anew each time.
+ *   prepared anew each time. drizzle-orm 1.0's release candidates make a prepared query that closes over its
+ *   session (no `client` of its own), so there each transaction's statements are still rendered.
  */
 import type { Executor, Row } from "./database.js";
 import { primaryOf } from "./drizzle-session.js";
