@@ -25,7 +25,7 @@
 import { createHash } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { drizzleStore, idempotencyKeys } from "@idemkit/drizzle";
-import { command, run, SAVEPOINT, statementsFor } from "@idemkit/drizzle/internal";
+import { driverOf, run, SAVEPOINT, statementsFor } from "@idemkit/drizzle/internal";
 import { dynamoStore } from "@idemkit/dynamodb";
 import { redisStore } from "@idemkit/redis";
 import { serveFetch } from "@idemkit/testkit";
@@ -67,6 +67,8 @@ const { db, close } = openBenchDatabase(String(process.env.DATABASE_URL), {
   // BENCH_PREPARE=false: as behind a transaction pooler (postgres.js's option; node-postgres prepares only by name).
   prepare: process.env.BENCH_PREPARE !== "false",
 });
+/** The savepoint behind the claim, sent as idemkit sends it (in the claim's text where postgres.js sends literals). */
+const claimSavepoint = { text: SAVEPOINT, inOneText: driverOf(db as never).runsMultiStatementTexts === true };
 const app = createRouter({ db });
 const uncached = createRouter({ db, replayCacheSize: 0 });
 const idempotent = t.procedure.use(
@@ -154,20 +156,8 @@ function idemkitSqlOrder(userId: string, key: string | null, items: OrderItem[])
   const id = [userId, "bench.placeOrderIdemkitSql", key];
   return db.transaction(async (tx) => {
     const expiresAt = Date.now() + DAY_MS;
-    const claiming = run(tx, idemkitStatements.CLAIM, [
-      ...id,
-      fingerprint,
-      expiresAt,
-      expiresAt,
-      "5000ms",
-      true,
-      30_000,
-    ]);
-    const savepoint = command(tx, SAVEPOINT);
-    // Handled from the start: a claim that fails first leaves it to fail in the aborted transaction, unawaited.
-    savepoint.catch(() => {});
-    const [claimed] = await claiming;
-    await savepoint;
+    const claimParams = [...id, fingerprint, expiresAt, expiresAt, "5000ms", true, 30_000];
+    const [claimed] = await run(tx, idemkitStatements.CLAIM, claimParams, claimSavepoint);
     if (claimed?.claimed_fence == null) {
       if (claimed?.free === false) throw new TRPCError({ code: "CONFLICT", message: "In progress." });
       if (claimed?.fingerprint !== fingerprint) throw new TRPCError({ code: "UNPROCESSABLE_CONTENT" });

@@ -48,6 +48,12 @@ export interface Transactions {
    * set), a statement with parameters would cost two round trips.
    */
   readonly prefersLiterals?: boolean | undefined;
+  /**
+   * Whether the driver runs a text of several statements, sent without parameters (postgres.js sends it as
+   * PostgreSQL's simple query), so that a statement with its values as literals carries a command behind it in its
+   * own text (see `Trailing` in statements.ts). node-postgres does not on a client in pipeline mode, nor PGlite.
+   */
+  readonly runsMultiStatementTexts?: boolean | undefined;
   /** Where the database's statements enter its driver (what the bypass guard watches); undefined for an unknown one. */
   readonly entrances?: Entrances | undefined;
 }

@@ -1,8 +1,9 @@
 /**
  * How each driver (postgres.js, node-postgres, PGlite) says what went wrong, read in one place: the SQLSTATE and
  * message wherever the driver (or Drizzle's wrapper) put them, a connection lost under a statement, a lock timeout,
- * and whether a failed commit was the procedure's own statement or the server's trouble.
+ * whether a failed commit was the procedure's own statement or the server's trouble, and idemkit's tables missing.
  */
+import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 
 /** PostgreSQL's own message of an error, wherever the driver (or Drizzle's wrapper) put it. */
 export function databaseMessageOf(error: unknown): string {
@@ -107,3 +108,33 @@ export async function isProcedureFailure(error: unknown, completion: Promise<unk
  * procedure caught is its own, as it is on every driver.
  */
 const SERVER_TROUBLE = /^(08|40|53|58|XX)|^57(?!014)/;
+
+/**
+ * A statement of idemkit's that PostgreSQL refused because its tables are missing or from an older version is an
+ * operator's to fix, not a database that is away: said as such (STORE_MISCONFIGURED, a 500 that clients do not
+ * retry), naming what is missing and how to make it.
+ */
+export function explainMissingTables(error: unknown): never {
+  const state = sqlStateOf(error);
+  const detail = databaseMessageOf(error);
+  if (state === "42P01" || state === "42703" || state === "42883") {
+    throw new IdempotencyError(
+      IdempotencyErrorCode.STORE_MISCONFIGURED,
+      `idemkit's tables are missing or out of date in this database (${detail}). Add them to your Drizzle schema ` +
+        '(export { idempotencyKeys } from "@idemkit/drizzle", and outboxEvents and processedEvents from "@idemkit/outbox" if you use them) ' +
+        "and apply your migrations (drizzle-kit generate, then drizzle-kit migrate; or drizzle-kit push), or apply " +
+        "the SQL in @idemkit/drizzle's repository, drizzle/.",
+      { cause: error },
+    );
+  }
+  if (state === "23502" && /"fence"/.test(detail)) {
+    throw new IdempotencyError(
+      IdempotencyErrorCode.STORE_MISCONFIGURED,
+      `The idempotency_keys table is from an older version of idemkit (${detail}): its fence must be an identity ` +
+        "column. Apply drizzle/0002_fences_never_repeat.sql (drizzle-kit generate makes the same change from the " +
+        "schema; add its setval line).",
+      { cause: error },
+    );
+  }
+  throw error;
+}

@@ -74,7 +74,7 @@ export function postgresJsDriver(db: AnyPgDatabase, client: PostgresJsClient): T
   const prepares = client.options.prepare !== false;
   // `reserve`: idemkit's own transactions on postgres.js 4 begin on a reserved connection.
   const entrances = { client, methods: ["unsafe", "begin", "reserve"], oneConnection: client.options.max === 1 };
-  const common = { prefersLiterals: !prepares, entrances };
+  const common = { prefersLiterals: !prepares, runsMultiStatementTexts: true, entrances };
   const session = sessionOn(db, client);
   if (session && !isVersion3(client)) {
     // What the session calls to begin a transaction: see the file's comment.

@@ -12,13 +12,16 @@
  * which PostgreSQL runs as the statement itself: a data-modifying step runs once, to completion, whether or not the
  * result reads it, and a step that calls a volatile function (set_config, an advisory lock) is never folded into
  * the select that reads it. Parameters are placeholders filled when the statement runs, so its text stays the same.
+ * Where statements go unprepared (a transaction pooler), the same select, rendered once, is sent as text with its
+ * values written in as literals (see `unprepared`).
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import { type SQL, sql } from "drizzle-orm";
 import { getTableConfig, type PgTable, QueryBuilder } from "drizzle-orm/pg-core";
 import type { Executor, Row } from "./database.js";
-import { databaseMessageOf, isPreparedStatementLost, sqlStateOf } from "./driver-errors.js";
+import { rowsOfResult } from "./driver.js";
+import { databaseMessageOf, explainMissingTables, isPreparedStatementLost } from "./driver-errors.js";
 import { primaryOf } from "./drizzle-session.js";
 import { databaseOf, namesStatements, stopNaming } from "./named-databases.js";
 import { isDatabase, keepPrepared, keptPrepared, type Prepared, preparedOnce } from "./prepared-queries.js";
@@ -35,7 +38,8 @@ interface CarrierSelect {
   /** Drizzle's query cache, from 0.44 on: never for idemkit's statements, which write and must see every write. */
   $withCache?(config: false): CarrierSelect;
   prepare(name: string): Prepared;
-  execute(): PromiseLike<Row[]>;
+  /** Its text, rendered (`$n` placeholders as they were written: see `literalTextOf`). */
+  toSQL(): { sql: string };
 }
 
 /**
@@ -156,18 +160,58 @@ function carrierSelect(executor: Executor, { steps, result }: Expressions): Carr
 }
 
 /**
+ * A command sent right behind a statement, before the statement's answer (the claim's savepoint): its failure is
+ * the statement's, once both are answered. `inOneText` where the driver runs a text of several statements (see
+ * `Transactions.runsMultiStatementTexts`): a statement sent with its values as literals then carries the command in
+ * its own text, so both leave in one write. Sent as two, on postgres.js 3, the command would wait for the answer to a
+ * statement of 1,024 bytes or more, which it writes at once (Nagle's algorithm: see docs/deploying.md).
+ */
+export interface Trailing {
+  readonly text: string;
+  readonly inOneText: boolean;
+}
+
+/**
  * Runs a statement as a named prepared statement: parsed and planned once per connection, then one round trip
  * each time, on the drivers that prepare (drizzle-orm 0.45.4 and later on postgres.js; node-postgres), and one
  * unnamed statement elsewhere; or unprepared, where a transaction pooler is (see `namesStatements`). Always on
  * the primary (a database made with `withReplicas` sends a select to a replica, where a write fails and a read may
- * be behind), and never from Drizzle's query cache.
+ * be behind), and never from Drizzle's query cache. `trailing` goes right behind it (see `Trailing`).
  */
-export function run(executor: Executor, statement: Statement, params: unknown[]): Promise<Row[]> {
+export function run(executor: Executor, statement: Statement, params: unknown[], trailing?: Trailing): Promise<Row[]> {
   const database = databaseOf(executor);
+  const joined = trailing?.inOneText === true && !namesStatements(database) ? trailing.text : undefined;
+  const rows = runAlone(executor, database, statement, params, joined);
+  if (!trailing || joined) return rows;
+  // Sent after the statement, it reaches the driver after it on every tested Drizzle version (the conformance suite's
+  // undo test fails otherwise, at each end of the peer range): a command's is the slower of the two paths. Handled
+  // from the moment it is sent: its answer can come before the statement's (postgres.js sends a prepared
+  // statement PostgreSQL refused to run as cached once more, behind this command, which the aborted transaction then
+  // fails), and a rejection left unhandled until then ends a plain Node process.
+  const next = command(executor, trailing.text);
+  next.catch(() => {});
+  return rows.then(
+    (result) => next.then(() => result),
+    (error: unknown) =>
+      next.then(
+        () => Promise.reject(error),
+        () => Promise.reject(error),
+      ),
+  );
+}
+
+/** `run` without a trailing command, or with one joined to its text when it goes unprepared. */
+function runAlone(
+  executor: Executor,
+  database: object | undefined,
+  statement: Statement,
+  params: unknown[],
+  joined: string | undefined,
+): Promise<Row[]> {
   const attempt = () => {
     const named = namesStatements(database);
     return sent(() => {
-      if (!named) return unprepared(executor, statement, params);
+      if (!named) return unprepared(executor, statement, params, joined);
       let prepared = keptPrepared(executor, statement);
       if (!prepared) {
         prepared = carrierSelect(executor, carrierOf(statement)).prepare(statement.name);
@@ -209,15 +253,49 @@ export function runUnprepared(executor: Executor, statement: Statement, params: 
   return sent(() => unprepared(executor, statement, params)).catch(explainMissingTables);
 }
 
+/** Each statement's whole text, its steps and result as one select, with its own `$n` placeholders in it. */
+const literalTexts = new WeakMap<Statement, string>();
+
+function literalTextOf(statement: Statement): string {
+  let text = literalTexts.get(statement);
+  if (text === undefined) {
+    const { steps, result } = expressionsOf(statement, (part) => sql.raw(part));
+    text = (expressions as unknown as Carrier)
+      .with(...steps, result)
+      .select()
+      .from(result)
+      .toSQL().sql;
+    literalTexts.set(statement, text);
+  }
+  return text;
+}
+
 /**
  * Sends `statement` with its values written into its text as literals (see `sql-literal.ts`), and no parameters:
- * one round trip on every driver, where a statement with parameters that is not prepared costs postgres.js two (it asks the server for
- * their types first: 6.3 round trips added by atomic mode through PgBouncer, against 1.6 directly).
+ * one round trip on every driver, where a statement with parameters that is not prepared costs postgres.js two (it
+ * asks the server for their types first: 6.3 round trips added by atomic mode through PgBouncer, against 1.6
+ * directly). The text is rendered once per statement, the literals put in its placeholders each time; `joined`, a
+ * command, ends the same text. Its rows are read by position, as Drizzle reads a select's: a driver's option that
+ * renames columns (postgres.js's `transform`) changes nothing.
  */
-function unprepared(executor: Executor, statement: Statement, params: unknown[]): PromiseLike<Row[]> {
-  const render = (text: string) =>
-    sql.raw(text.replace(/\$(\d+)/g, (_, n: string) => sqlLiteral(params[Number(n) - 1])));
-  return carrierSelect(executor, expressionsOf(statement, render)).execute();
+function unprepared(executor: Executor, statement: Statement, params: unknown[], joined?: string): Promise<Row[]> {
+  const text = literalTextOf(statement).replace(/\$(\d+)/g, (_, n: string) => sqlLiteral(params[Number(n) - 1]));
+  // Sent now (see `dispatch`): a command sent behind it must never reach the driver first.
+  const sending = dispatch((primaryOf(executor) as Executor).execute(sql.raw(joined ? `${text}; ${joined}` : text)));
+  return sending.then((result) =>
+    rowsOfFirst(rowsOfResult(result)).map((row) => {
+      const values = Object.values(row);
+      return Object.fromEntries(statement.columns.map((column, index) => [column, values[index]]));
+    }),
+  );
+}
+
+/**
+ * The rows of a text's first statement: postgres.js 4 answers a text of several with one result each (arrays of
+ * rows), postgres.js 3 with the rows of all in one.
+ */
+function rowsOfFirst(rows: unknown[]): Row[] {
+  return (Array.isArray(rows[0]) ? rows[0] : rows) as Row[];
 }
 
 /**
@@ -226,36 +304,6 @@ function unprepared(executor: Executor, statement: Statement, params: unknown[])
  */
 export function command(executor: Executor, text: string): Promise<void> {
   return sent(() => executor.execute(sql.raw(text))).then(() => {});
-}
-
-/**
- * A statement of idemkit's that PostgreSQL refused because its tables are missing or from an older version is an
- * operator's to fix, not a database that is away: said as such (STORE_MISCONFIGURED, a 500 that clients do not
- * retry), naming what is missing and how to make it.
- */
-function explainMissingTables(error: unknown): never {
-  const state = sqlStateOf(error);
-  const detail = databaseMessageOf(error);
-  if (state === "42P01" || state === "42703" || state === "42883") {
-    throw new IdempotencyError(
-      IdempotencyErrorCode.STORE_MISCONFIGURED,
-      `idemkit's tables are missing or out of date in this database (${detail}). Add them to your Drizzle schema ` +
-        '(export { idempotencyKeys } from "@idemkit/drizzle", and outboxEvents and processedEvents from "@idemkit/outbox" if you use them) ' +
-        "and apply your migrations (drizzle-kit generate, then drizzle-kit migrate; or drizzle-kit push), or apply " +
-        "the SQL in @idemkit/drizzle's repository, drizzle/.",
-      { cause: error },
-    );
-  }
-  if (state === "23502" && /"fence"/.test(detail)) {
-    throw new IdempotencyError(
-      IdempotencyErrorCode.STORE_MISCONFIGURED,
-      `The idempotency_keys table is from an older version of idemkit (${detail}): its fence must be an identity ` +
-        "column. Apply drizzle/0002_fences_never_repeat.sql (drizzle-kit generate makes the same change from the " +
-        "schema; add its setval line).",
-      { cause: error },
-    );
-  }
-  throw error;
 }
 
 /**

@@ -42,7 +42,15 @@ import { againIfConnectionLost, isLockTimeout, isProcedureFailure } from "./driv
 import { preparedOnce } from "./prepared-queries.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
-import { command, purgeInBatches, qualifiedName, run, runUnprepared, type Statement } from "./statements.js";
+import {
+  command,
+  purgeInBatches,
+  qualifiedName,
+  run,
+  runUnprepared,
+  type Statement,
+  type Trailing,
+} from "./statements.js";
 import { StatementLostBeforeWork, type TransactionOf, transactionOf } from "./transaction.js";
 
 /** What `drizzleStore` takes: your Drizzle database, and the table and waits when not the defaults. */
@@ -88,11 +96,10 @@ type AtomicClaimResult = ClaimResult | { status: "busy" };
 /** A claim inside a transaction, which takes the key's advisory lock. */
 interface Claiming {
   /**
-   * Runs when the claim was won by any statement but the first one sent (a replacing update, or an insert on a
-   * later attempt), before the claim is reported: atomic mode sets its savepoint again there, so that undoing the
-   * procedure's writes can never undo the claim itself.
+   * Sent behind each statement that may win the claim (atomic mode's savepoint), so that undoing the procedure's
+   * writes never undoes the claim itself, whichever statement won it.
    */
-  afterLateClaim?(): PromiseLike<unknown>;
+  followedBy?: Trailing;
 }
 
 /** Creates the PostgreSQL store. Atomic mode is the default in the middleware; lease mode works as well. */
@@ -108,6 +115,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   preparedOnce(db);
   const driver = driverOf(db);
   const { pooler } = driver;
+  const claimSavepoint: Trailing = { text: SAVEPOINT, inOneText: driver.runsMultiStatementTexts === true };
 
   /**
    * Claims `request` through `executor`: the database itself (lease mode), or an atomic transaction (`inTransaction`),
@@ -119,9 +127,8 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
     const holdMs = inTransaction && request.holdMs !== undefined ? Math.max(1, request.holdMs) : null;
     const claimParamsOf = () => [...claimParams(request, waitMs), inTransaction !== undefined, holdMs];
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const [row] = await run(executor, statements.CLAIM, claimParamsOf());
+      const [row] = await run(executor, statements.CLAIM, claimParamsOf(), inTransaction?.followedBy);
       if (row?.claimed_fence != null) {
-        if (attempt > 0) await inTransaction?.afterLateClaim?.();
         return { status: "claimed", fence: Number(row.claimed_fence), takeover: false };
       }
       const seen = row?.state != null ? toRecord(row) : undefined;
@@ -134,9 +141,9 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
       if (!record) continue;
       const replaced = replacement(record, request);
       if (!replaced) return { status: "exists", record };
-      const [updated] = await run(executor, statements.REPLACE, [...claimParams(request, waitMs), record.fence]);
+      const replacing = [...claimParams(request, waitMs), record.fence];
+      const [updated] = await run(executor, statements.REPLACE, replacing, inTransaction?.followedBy);
       if (updated?.fence != null) {
-        await inTransaction?.afterLateClaim?.();
         return { status: "claimed", fence: Number(updated.fence), takeover: replaced.takeover };
       }
     }
@@ -215,30 +222,16 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
         tx: tx as TransactionOf<TDb>,
         async claim(request) {
           guard?.name(request.id.path);
-          const claiming = claimWith(own, request, {
-            afterLateClaim: () => command(own, SAVEPOINT),
-          });
-          // Queued right behind the claim's insert (pipelined where the driver can), so it costs no round
-          // trip of its own; a claim won by a later statement (see claimWith) sets a new one after it. A command
-          // sent after a statement reaches the driver after it on every tested Drizzle version (the conformance
-          // suite's undo test fails otherwise, at each end of the peer range): it is the slower of the two paths.
-          // Its failure is handled from the moment it is sent, as it may come back before the claim's: postgres.js
-          // sends a prepared claim the server refuses to run as cached (a column's type changed under it; a pooler
-          // lost it) once more, behind this savepoint, which the aborted transaction then fails while the claim is
-          // still pending. A rejection left unhandled until the claim settles ends a plain Node process.
-          const savepoint = command(own, SAVEPOINT);
-          savepoint.catch(() => {});
+          // The savepoint leaves with the claim: it costs no round trip of its own.
           let outcome: AtomicClaimResult;
           try {
-            outcome = await claiming;
+            outcome = await claimWith(own, request, { followedBy: claimSavepoint });
           } catch (error) {
-            await savepoint.catch(() => {});
             if (isLockTimeout(error)) return { status: "busy" };
             // Nothing of the procedure ran yet, so the transaction is begun again.
             if (pooler.beginsAgainAfter(error)) throw new StatementLostBeforeWork(error);
             throw error;
           }
-          await savepoint;
           if (outcome.status === "claimed") {
             fence = outcome.fence;
             claimed = { ...request, fence };

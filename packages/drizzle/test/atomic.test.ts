@@ -12,6 +12,7 @@ import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import pg from "pg";
 import postgres from "postgres";
+import postgres4 from "postgres4";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { drizzleStore, type TransactionOf } from "../src/index.js";
 import { claimFor } from "./claim-request.js";
@@ -19,6 +20,8 @@ import { claimFor } from "./claim-request.js";
 let server: Awaited<ReturnType<typeof openPostgres>>;
 let pglite: Awaited<ReturnType<typeof openPglite>>;
 let nodePostgres: Awaited<ReturnType<typeof openNodePostgres>>;
+/** The server's database through postgres.js with `prepare: false`: idemkit's statements carry their values as literals. */
+let literal: { db: typeof server.db; four: typeof server.db; end(): Promise<unknown> };
 
 beforeAll(async () => {
   [server, pglite, nodePostgres] = await Promise.all([
@@ -29,10 +32,25 @@ beforeAll(async () => {
   for (const database of [server, pglite, nodePostgres]) {
     await database.query("create table notes (id serial primary key, key text not null)");
   }
+  const client = postgres(server.url, { max: 4, prepare: false, onnotice: () => {} });
+  const four = postgres4(server.url, { max: 4, prepare: false, onnotice: () => {} });
+  literal = {
+    db: drizzlePostgres(client),
+    four: drizzlePostgres(four as never),
+    end: () => Promise.all([client.end({ timeout: 5 }), four.end({ timeout: 5 })]),
+  };
 });
 afterAll(async () => {
+  await literal?.end();
   await Promise.all([server?.close(), pglite?.close(), nodePostgres?.close()]);
 });
+
+/** postgres.js prepared, and with literals, where the savepoint rides in the claim's own text. */
+const POSTGRES_JS = [
+  ["prepared", () => server.db],
+  ["postgres.js 3 with literals", () => literal.db],
+  ["postgres.js 4 with literals", () => literal.four],
+] as const;
 
 /** The messages of an error and of its causes. */
 function causesOf(error: unknown): string[] {
@@ -82,31 +100,54 @@ describe("atomic mode on PostgreSQL", () => {
     expect(rowsOf(await settings(server.db))[0]).toEqual({ statement: "0", idle: "0" });
   });
 
-  it("keeps a replaced expired record when a 4xx undoes the procedure's writes", async () => {
-    const store = drizzleStore({ db: server.db });
-    const key = globalThis.crypto.randomUUID();
-    const past = Date.now() - 120_000;
-    const first = await store.claim(claimFor(key, past));
-    const oldFence = first.status === "claimed" ? first.fence : Number.NaN;
-    await store.complete(claimFor(key).id, oldFence, { status: 200, body: '"old"' }, past + 1);
-    let fence: number | undefined;
-    await store.atomic.transaction(async (session) => {
-      const claimed = await session.claim(claimFor(key));
-      expect(claimed).toMatchObject({ status: "claimed", takeover: false });
-      fence = claimed.status === "claimed" ? claimed.fence : undefined;
-      expect(fence).toBeGreaterThan(oldFence);
-      await session.tx.execute(sql`insert into notes (key) values (${key})`);
-      await session.complete(claimFor(key).id, { status: 404, body: '"gone"' }, Date.now() + 60_000, {
-        undoEffects: true,
+  it.each([true, false])(
+    "reads its rows on a client that renames columns (postgres.js's transform: postgres.camel), prepare: %s",
+    async (prepare) => {
+      const client = postgres(server.url, { max: 2, prepare, transform: postgres.camel, onnotice: () => {} });
+      try {
+        const engine = createIdempotencyEngine({ store: drizzleStore({ db: drizzlePostgres(client) }) });
+        const request = { ...claimFor(globalThis.crypto.randomUUID()).id, fingerprint: "fp" };
+        const work = async ({ tx }: Execution<TransactionOf<typeof server.db>>) => {
+          await tx?.execute(sql`insert into notes (key) values (${request.key})`);
+          return { value: "added", response: { status: 201, body: '"added"' } };
+        };
+        expect(await engine.run(request, work)).toEqual({ replayed: false, value: "added" });
+        expect(await engine.run(request, work)).toEqual({ replayed: true, response: { status: 201, body: '"added"' } });
+        expect(await server.query("select * from notes where key = $1", [request.key])).toHaveLength(1);
+      } finally {
+        await client.end({ timeout: 5 });
+      }
+    },
+  );
+
+  it.each(POSTGRES_JS)(
+    "keeps a replaced expired record when a 4xx undoes the procedure's writes (%s)",
+    async (_, db) => {
+      const store = drizzleStore({ db: db() });
+      const key = globalThis.crypto.randomUUID();
+      const past = Date.now() - 120_000;
+      const first = await store.claim(claimFor(key, past));
+      const oldFence = first.status === "claimed" ? first.fence : Number.NaN;
+      await store.complete(claimFor(key).id, oldFence, { status: 200, body: '"old"' }, past + 1);
+      let fence: number | undefined;
+      await store.atomic.transaction(async (session) => {
+        const claimed = await session.claim(claimFor(key));
+        expect(claimed).toMatchObject({ status: "claimed", takeover: false });
+        fence = claimed.status === "claimed" ? claimed.fence : undefined;
+        expect(fence).toBeGreaterThan(oldFence);
+        await session.tx.execute(sql`insert into notes (key) values (${key})`);
+        await session.complete(claimFor(key).id, { status: 404, body: '"gone"' }, Date.now() + 60_000, {
+          undoEffects: true,
+        });
       });
-    });
-    expect(await store.get(claimFor(key).id)).toMatchObject({
-      state: "completed",
-      fence,
-      response: { body: '"gone"' },
-    });
-    expect(await server.query("select * from notes where key = $1", [key])).toHaveLength(0);
-  });
+      expect(await store.get(claimFor(key).id)).toMatchObject({
+        state: "completed",
+        fence,
+        response: { body: '"gone"' },
+      });
+      expect(await server.query("select * from notes where key = $1", [key])).toHaveLength(0);
+    },
+  );
 });
 
 describe.each([
@@ -323,35 +364,46 @@ describe("a claim that replaces an expired record", () => {
     }
   });
 
-  it("keeps its claim when a 4xx undoes the procedure's writes, though it was won by a later insert", async () => {
-    const store = drizzleStore({ db: server.db });
-    const key = globalThis.crypto.randomUUID();
-    await expired(store, key);
-    const locker = postgres(server.url, { max: 1, onnotice: () => {} });
-    try {
-      const holding = await locker.reserve();
-      await holding`begin`;
-      await holding`select 1 from idempotency_keys where key = ${key} for update`;
-      const outcome = store.atomic.transaction(async (session) => {
-        const claimed = await session.claim(claimFor(key));
-        await session.tx.execute(sql`insert into notes (key) values (${key})`);
-        await session.complete(claimFor(key).id, { status: 404, body: '{"error":"gone"}' }, Date.now() + 60_000, {
-          undoEffects: true,
+  it.each(POSTGRES_JS)(
+    "keeps its claim when a 4xx undoes the procedure's writes, though it was won by a later insert (%s)",
+    async (_, db) => {
+      const store = drizzleStore({ db: db() });
+      const key = globalThis.crypto.randomUUID();
+      await expired(store, key);
+      const locker = postgres(server.url, { max: 1, onnotice: () => {} });
+      try {
+        const holding = await locker.reserve();
+        await holding`begin`;
+        await holding`select 1 from idempotency_keys where key = ${key} for update`;
+        const outcome = store.atomic.transaction(async (session) => {
+          const claimed = await session.claim(claimFor(key));
+          await session.tx.execute(sql`insert into notes (key) values (${key})`);
+          await session.complete(claimFor(key).id, { status: 404, body: '{"error":"gone"}' }, Date.now() + 60_000, {
+            undoEffects: true,
+          });
+          return claimed;
         });
-        return claimed;
-      });
-      // The replacing update waits for the held row; the row is deleted under it, so the claim's next attempt inserts.
-      await vi.waitFor(async () => expect(await waitingOnLocks()).toBe(1));
-      await holding`delete from idempotency_keys where key = ${key}`;
-      await holding`commit`;
-      holding.release();
-      expect(await outcome).toMatchObject({ status: "claimed", takeover: false });
-    } finally {
-      await locker.end();
-    }
-    expect(await store.get(claimFor(key).id)).toMatchObject({ state: "completed", response: { status: 404 } });
-    expect(rowsOf(await server.db.execute(sql`select count(*)::int as n from notes where key = ${key}`))[0]?.n).toBe(0);
-  });
+        // The replacing update waits for the held row; the row is deleted under it, so the claim's next attempt inserts.
+        await vi.waitFor(async () => expect(await waitingOnLocks()).toBe(1));
+        await holding`delete from idempotency_keys where key = ${key}`;
+        await holding`commit`;
+        holding.release();
+        const claimed = await outcome;
+        expect(claimed).toMatchObject({ status: "claimed", takeover: false });
+        // Kept under the claim's own fence: not stored again, in a transaction of its own, after a failed undo.
+        expect(await store.get(claimFor(key).id)).toMatchObject({
+          state: "completed",
+          fence: claimed.status === "claimed" ? claimed.fence : Number.NaN,
+          response: { status: 404 },
+        });
+      } finally {
+        await locker.end();
+      }
+      expect(rowsOf(await server.db.execute(sql`select count(*)::int as n from notes where key = ${key}`))[0]?.n).toBe(
+        0,
+      );
+    },
+  );
 });
 
 describe("a statement that bypasses the idempotent transaction", () => {

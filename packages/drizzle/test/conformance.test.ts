@@ -9,6 +9,7 @@ import { pgSchema, withReplicas } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import postgres4 from "postgres4";
 import { afterAll, beforeAll, inject } from "vitest";
 import { drizzleStore, idempotencyKeysTable } from "../src/index.js";
 
@@ -25,6 +26,8 @@ let guarded: {
 };
 /** postgres.js behind a query cache and read replicas. */
 let cachedWithReplica: typeof guarded;
+let unprepared3: typeof guarded;
+let unprepared4: typeof guarded;
 
 /**
  * A query cache as Drizzle's Upstash cache with `global: true` has it: every select cached, dropped when a write names
@@ -89,15 +92,37 @@ async function openGuarded(serverUrl: string): Promise<typeof guarded> {
   };
 }
 
+/**
+ * postgres.js with `prepare: false` (what a transaction pooler needs), 3 or 4: idemkit's statements carry their values
+ * as literals, and the claim its savepoint in its own text.
+ */
+async function openUnprepared(serverUrl: string, major: 3 | 4): Promise<typeof guarded> {
+  const database = await createDatabase(serverUrl);
+  const options = { max: 10, prepare: false, onnotice: () => {} };
+  const client = major === 3 ? postgres(database.url, options) : postgres4(database.url, options);
+  const db = drizzle(client as never);
+  await migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  return {
+    db,
+    query: async (text, params = []) => (await client.unsafe(text, params as never[])) as unknown as unknown[],
+    async close() {
+      await client.end({ timeout: 5 });
+      await database.drop();
+    },
+  };
+}
+
 beforeAll(async () => {
-  [pglite, server, nodePostgres, guarded, cachedWithReplica] = await Promise.all([
+  [pglite, server, nodePostgres, guarded, cachedWithReplica, unprepared3, unprepared4] = await Promise.all([
     openPglite(),
     openPostgres(inject("postgresUrl")),
     openNodePostgres(inject("postgresUrl")),
     openGuarded(inject("postgresUrl")),
     openCachedWithReplica(inject("postgresUrl")),
+    openUnprepared(inject("postgresUrl"), 3),
+    openUnprepared(inject("postgresUrl"), 4),
   ]);
-  for (const database of [pglite, server, nodePostgres, guarded, cachedWithReplica]) {
+  for (const database of [pglite, server, nodePostgres, guarded, cachedWithReplica, unprepared3, unprepared4]) {
     await database.query("create table atomic_notes (marker text not null)");
   }
   elsewhereDatabase = await openPostgres(inject("postgresUrl"));
@@ -113,6 +138,8 @@ afterAll(async () => {
     nodePostgres?.close(),
     guarded?.close(),
     cachedWithReplica?.close(),
+    unprepared3?.close(),
+    unprepared4?.close(),
     elsewhereDatabase?.close(),
   ]);
 });
@@ -141,6 +168,11 @@ describeStoreConformance(
     store: drizzleStore({ db: cachedWithReplica.db }),
   }),
 );
+for (const major of [3, 4] as const) {
+  describeStoreConformance(`drizzleStore on PostgreSQL (postgres.js ${major}, prepare: false)`, async () => ({
+    store: drizzleStore({ db: (major === 3 ? unprepared3 : unprepared4).db }),
+  }));
+}
 
 // A table under another name, in a schema of its own (a prefix that drizzle-kit's tablesFilter expects, say).
 const elsewhere = idempotencyKeysTable("app_idempotency_keys", pgSchema("idemkit_elsewhere"));
@@ -191,6 +223,14 @@ describeAtomicConformance(
 describeAtomicConformance(
   "drizzleStore on PostgreSQL (postgres.js) behind a query cache and read replicas",
   atomicSubject(lazy(() => cachedWithReplica)),
+);
+describeAtomicConformance(
+  "drizzleStore on PostgreSQL (postgres.js 3, prepare: false)",
+  atomicSubject(lazy(() => unprepared3)),
+);
+describeAtomicConformance(
+  "drizzleStore on PostgreSQL (postgres.js 4, prepare: false)",
+  atomicSubject(lazy(() => unprepared4)),
 );
 
 /** The database once beforeAll opened it: the suites are registered before it runs. */

@@ -77,6 +77,15 @@ describe("round trips", () => {
     }
   });
 
+  it("on postgres.js 4 with prepare: false: the same, the claim's savepoint in its text", async () => {
+    const client = postgres4(proxy.urlFor(database.url), { max: 1, prepare: false, onnotice: () => {} });
+    try {
+      expect(await unprotectedAndAtomic(drizzle(client as never))).toEqual({ unprotected: 3, atomic: 3 });
+    } finally {
+      await client.end({ timeout: 5 });
+    }
+  });
+
   it("on postgres.js 3 with its defaults: one round trip more (its sql.begin awaits BEGIN)", async () => {
     const client = postgres3(proxy.urlFor(database.url), { max: 1, onnotice: () => {} });
     try {
@@ -85,6 +94,18 @@ describe("round trips", () => {
       // proved to reach PostgreSQL itself (a proxy on a port of its own) reads back every time.
       const readBack = proxy.transparent ? 0 : 1;
       expect(await unprotectedAndAtomic(drizzle(client))).toEqual({ unprotected: 3, atomic: 4 + readBack });
+    } finally {
+      await client.end({ timeout: 5 });
+    }
+  });
+
+  it("on postgres.js 3 with prepare: false (what a transaction pooler needs): one round trip more, as with its defaults", async () => {
+    // Its statements then carry their values as literals, and the claim is larger than what postgres.js 3 buffers
+    // (1,024 bytes): written at once, so that a savepoint sent behind it would wait for its answer (Nagle's
+    // algorithm). The savepoint goes in the claim's text instead.
+    const client = postgres3(proxy.urlFor(database.url), { max: 1, prepare: false, onnotice: () => {} });
+    try {
+      expect(await unprotectedAndAtomic(drizzle(client))).toEqual({ unprotected: 3, atomic: 4 });
     } finally {
       await client.end({ timeout: 5 });
     }
