@@ -6,7 +6,7 @@
 import type { Row } from "./database.js";
 import type { Driver } from "./driver.js";
 import { againIfConnectionLost } from "./driver-errors.js";
-import { named, type Statement } from "./statements.js";
+import { named, type Statement } from "./statement-text.js";
 
 /** What stands for the proof where none can hold (a connection not proved to reach PostgreSQL itself). */
 const NEVER_PROVED = "false";

@@ -13,13 +13,11 @@ export { type Args, type InspectReport, runInspectCommand, type SqlClient } from
 export { preparedOnce } from "./prepared-queries.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
 export { SAVEPOINT, statementsFor } from "./record-statements.js";
-export type { Statement } from "./statements.js";
+export { named, qualifiedName, type Statement } from "./statement-text.js";
 export {
   command,
   dispatch,
-  named,
   purgeInBatches,
-  qualifiedName,
   run,
   runUnprepared,
 } from "./statements.js";

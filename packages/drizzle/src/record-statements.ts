@@ -6,7 +6,7 @@ import type { ClaimRequest, RecordId, StoredRecord } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import { RecordState } from "@idemkit/core/store";
 import type { Row } from "./database.js";
-import { named } from "./statements.js";
+import { named } from "./statement-text.js";
 
 /** A record's columns as statements read them, times as epoch milliseconds: each name, and what it is read as. */
 const RECORD_FIELDS = {

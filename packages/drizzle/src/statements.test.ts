@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { statementsFor } from "./record-statements.js";
-import { named } from "./statements.js";
+import { named } from "./statement-text.js";
 
 describe("prepared statement names", () => {
   it("differ when a statement's text does: two versions of idemkit behind one pooler never bind each other's", () => {

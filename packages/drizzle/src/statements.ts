@@ -1,88 +1,18 @@
 /**
- * How idemkit's tables are read and written: fixed SQL texts, each sent as one prepared statement through Drizzle's
- * public query builder, the same on postgres.js, PGlite and node-postgres.
- *
- * Drizzle prepares a statement by name only through a query builder (`.prepare(name)`), and a select is the one
- * builder that takes any SQL: as a common table expression. So each statement is carried by a select over its own
- * steps, written as those expressions:
- *
- *   with "previous" as (…), "inserted" as (insert … returning …), "result" as (select … from previous …)
- *   select "claimed_fence", … from "result"
- *
- * which PostgreSQL runs as the statement itself: a data-modifying step runs once, to completion, whether or not the
- * result reads it, and a step that calls a volatile function (set_config, an advisory lock) is never folded into
- * the select that reads it. Parameters are placeholders filled when the statement runs, so its text stays the same.
- * Where statements go unprepared (a transaction pooler), the same select, rendered once, is sent as text with its
- * values written in as literals (see `unprepared`).
+ * How idemkit's statements are sent (see statement-text.ts for how each is written): as one prepared statement
+ * through Drizzle's public query builder, the same on postgres.js, PGlite and node-postgres, or unprepared as text
+ * with its values written in as literals where a transaction pooler is.
  */
 import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
-import { sha256Hex } from "@idemkit/core/internal";
-import { type SQL, sql } from "drizzle-orm";
-import { getTableConfig, type PgTable, QueryBuilder } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
 import type { Executor, Row } from "./database.js";
 import { rowsOfResult } from "./driver.js";
 import { databaseMessageOf, explainMissingTables, isPreparedStatementLost } from "./driver-errors.js";
 import { primaryOf } from "./drizzle-session.js";
 import { databaseOf, namesStatements, stopNaming } from "./named-databases.js";
-import { isDatabase, keepPrepared, keptPrepared, type Prepared, preparedOnce } from "./prepared-queries.js";
+import { isDatabase, keepPrepared, keptPrepared, preparedOnce } from "./prepared-queries.js";
 import { sqlLiteral } from "./sql-literal.js";
-
-/** What a statement is carried by: a select over Drizzle's common table expressions, on a database or transaction. */
-interface Carrier {
-  with(...steps: unknown[]): {
-    select(): { from(step: unknown): CarrierSelect };
-  };
-}
-
-interface CarrierSelect {
-  /** Drizzle's query cache, from 0.44 on: never for idemkit's statements, which write and must see every write. */
-  $withCache?(config: false): CarrierSelect;
-  prepare(name: string): Prepared;
-  /** Its text, rendered (`$n` placeholders as they were written: see `literalTextOf`). */
-  toSQL(): { sql: string };
-}
-
-/**
- * A statement: fixed texts with `$1`-style parameters, so it is prepared once per connection under `name` (on the
- * drivers that prepare).
- */
-export interface Statement {
-  name: string;
-  /** The steps `text` reads, in order: each a select, or an insert, update or delete with `returning`. */
-  steps?: Record<string, string>;
-  /** What gives the rows back: a select (over the steps), or an insert, update or delete with `returning`. */
-  text: string;
-  /** The columns of those rows. */
-  columns: readonly string[];
-}
-
-/** The table's name as SQL, schema-qualified when it has one, from the table's own config. */
-export function qualifiedName(table: PgTable): string {
-  const { name, schema } = getTableConfig(table);
-  return schema ? `${quoteIdentifier(schema)}.${quoteIdentifier(name)}` : quoteIdentifier(name);
-}
-
-/**
- * `identifier` as SQL: quoted, any `"` in it doubled, so that it is read as exactly that name (its case kept, as
- * Drizzle names tables, and a keyword such as `order` read as a name) and never as more SQL.
- */
-export function quoteIdentifier(identifier: string): string {
-  return `"${identifier.replaceAll('"', '""')}"`;
-}
-
-/**
- * Names each of `statements` by what it is and a short hash of its whole text, the table's name included. Two
- * tables' statements on one connection never share a name, and neither do two versions of idemkit's: behind a
- * transaction pooler, a server connection may hold a statement another process prepared, and during a rolling
- * deploy that process may run an older text under the same name (PostgreSQL would bind the new values to the old
- * text: 08P01, read as a lost connection).
- */
-export function named<T extends Record<string, Statement>>(statements: T): T {
-  for (const statement of Object.values(statements)) {
-    statement.name += `_${sha256Hex(JSON.stringify([statement.steps ?? {}, statement.text])).slice(0, 8)}`;
-  }
-  return statements;
-}
+import { carrierOf, carrierSelect, literalTextOf, type Statement } from "./statement-text.js";
 
 /**
  * Sends a query now. Drizzle's query promises start only when awaited; starting them explicitly keeps queries
@@ -106,57 +36,6 @@ function sent<T>(build: () => PromiseLike<T>): Promise<T> {
   } catch (error) {
     return Promise.reject(error);
   }
-}
-
-/**
- * `text` as Drizzle SQL, each `$n` a placeholder named `n`. Made as the `sql` tag makes it from a template (a string
- * between each two placeholders): Drizzle renders that in about a third of the time it takes for `sql.raw` pieces
- * joined (8 µs against 19 for a text with 8 placeholders), and a statement is rendered again every time it is sent
- * in a transaction.
- */
-function withPlaceholders(text: string): SQL {
-  const parts = text.split(/\$(\d+)/);
-  const strings = parts.filter((_, index) => index % 2 === 0);
-  const placeholders = parts.filter((_, index) => index % 2 === 1).map((name) => sql.placeholder(name));
-  return sql(Object.assign(strings, { raw: strings }), ...placeholders);
-}
-
-/** Builds the expressions: they hold no database, only SQL, so each statement's are built once for every executor. */
-const expressions = new QueryBuilder();
-const carried = new WeakMap<Statement, Expressions>();
-
-/** A statement's steps and result, as Drizzle's common table expressions. */
-interface Expressions {
-  steps: unknown[];
-  result: unknown;
-}
-
-/** `statement`'s expressions, each text made Drizzle SQL by `render`. */
-function expressionsOf(statement: Statement, render: (text: string) => SQL): Expressions {
-  const steps = Object.entries(statement.steps ?? {}).map(([alias, text]) =>
-    expressions.$with(alias, {}).as(render(text)),
-  );
-  const columns = Object.fromEntries(statement.columns.map((column) => [column, sql.raw(column).as(column)]));
-  return { steps, result: expressions.$with("result", columns).as(render(statement.text)) };
-}
-
-function carrierOf(statement: Statement): Expressions {
-  let built = carried.get(statement);
-  if (!built) {
-    built = expressionsOf(statement, withPlaceholders);
-    carried.set(statement, built);
-  }
-  return built;
-}
-
-/** The select that carries `expressions` on `executor`: on the primary, never from Drizzle's query cache. */
-function carrierSelect(executor: Executor, { steps, result }: Expressions): CarrierSelect {
-  // A database made with `withReplicas` sends selects to a replica.
-  const select = (primaryOf(executor) as Carrier)
-    .with(...steps, result)
-    .select()
-    .from(result);
-  return select.$withCache?.(false) ?? select;
 }
 
 /**
@@ -253,23 +132,6 @@ export function runUnprepared(executor: Executor, statement: Statement, params: 
   return sent(() => unprepared(executor, statement, params)).catch(explainMissingTables);
 }
 
-/** Each statement's whole text, its steps and result as one select, with its own `$n` placeholders in it. */
-const literalTexts = new WeakMap<Statement, string>();
-
-function literalTextOf(statement: Statement): string {
-  let text = literalTexts.get(statement);
-  if (text === undefined) {
-    const { steps, result } = expressionsOf(statement, (part) => sql.raw(part));
-    text = (expressions as unknown as Carrier)
-      .with(...steps, result)
-      .select()
-      .from(result)
-      .toSQL().sql;
-    literalTexts.set(statement, text);
-  }
-  return text;
-}
-
 /**
  * Sends `statement` with its values written into its text as literals (see `sql-literal.ts`), and no parameters:
  * one round trip on every driver, where a statement with parameters that is not prepared costs postgres.js two (it
@@ -279,23 +141,21 @@ function literalTextOf(statement: Statement): string {
  * renames columns (postgres.js's `transform`) changes nothing.
  */
 function unprepared(executor: Executor, statement: Statement, params: unknown[], joined?: string): Promise<Row[]> {
-  const text = literalTextOf(statement).replace(/\$(\d+)/g, (_, n: string) => sqlLiteral(params[Number(n) - 1]));
+  const { text, columns } = literalTextOf(statement);
+  const literal = text.replace(/\$(\d+)/g, (_, n: string) => sqlLiteral(params[Number(n) - 1]));
   // Sent now (see `dispatch`): a command sent behind it must never reach the driver first.
-  const sending = dispatch((primaryOf(executor) as Executor).execute(sql.raw(joined ? `${text}; ${joined}` : text)));
-  return sending.then((result) =>
-    rowsOfFirst(rowsOfResult(result)).map((row) => {
-      const values = Object.values(row);
-      return Object.fromEntries(statement.columns.map((column, index) => [column, values[index]]));
-    }),
+  const sending = dispatch(
+    (primaryOf(executor) as Executor).execute(sql.raw(joined ? `${literal}; ${joined}` : literal)),
   );
-}
-
-/**
- * The rows of a text's first statement: postgres.js 4 answers a text of several with one result each (arrays of
- * rows), postgres.js 3 with the rows of all in one.
- */
-function rowsOfFirst(rows: unknown[]): Row[] {
-  return (Array.isArray(rows[0]) ? rows[0] : rows) as Row[];
+  return sending.then((result) => {
+    // postgres.js 4 answers a text of several statements with one result each; postgres.js 3 with all rows in one.
+    const rows = rowsOfResult(result);
+    const own = (joined && Array.isArray(rows[0]) ? rows[0] : rows) as Row[];
+    return own.map((row) => {
+      const values = Object.values(row);
+      return Object.fromEntries(columns.map((column, index) => [column, values[index]]));
+    });
+  });
 }
 
 /**

@@ -42,15 +42,8 @@ import { againIfConnectionLost, isLockTimeout, isProcedureFailure } from "./driv
 import { preparedOnce } from "./prepared-queries.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
-import {
-  command,
-  purgeInBatches,
-  qualifiedName,
-  run,
-  runUnprepared,
-  type Statement,
-  type Trailing,
-} from "./statements.js";
+import { qualifiedName, type Statement } from "./statement-text.js";
+import { command, purgeInBatches, run, runUnprepared, type Trailing } from "./statements.js";
 import { StatementLostBeforeWork, type TransactionOf, transactionOf } from "./transaction.js";
 
 /** What `drizzleStore` takes: your Drizzle database, and the table and waits when not the defaults. */

@@ -6,7 +6,7 @@
  * Drizzle table.
  */
 import { PgSchema } from "drizzle-orm/pg-core";
-import { quoteIdentifier } from "./statements.js";
+import { quoteIdentifier } from "./statement-text.js";
 
 /**
  * One part of the name: what PostgreSQL takes unquoted, in ASCII, within its 63 bytes (a longer one it would cut

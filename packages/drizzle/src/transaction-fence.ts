@@ -40,7 +40,7 @@ function refusal(): Error {
 
 /**
  * What each fence stands in front of, by the object it hands out instead (a Proxy, or `own`): so that what idemkit
- * keys by a database's own objects (see `databaseOf` in statements.ts) is found through a fenced transaction too.
+ * keys by a database's own objects (see `databaseOf` in named-databases.ts) is found through a fenced transaction too.
  */
 const fronts = new WeakMap<object, object>();
 

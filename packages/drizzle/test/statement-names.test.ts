@@ -13,7 +13,8 @@ import pg from "pg";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { drizzleStore } from "../src/index.js";
-import { named, run } from "../src/statements.js";
+import { named } from "../src/statement-text.js";
+import { run } from "../src/statements.js";
 import { claimFor } from "./claim-request.js";
 
 let database: Awaited<ReturnType<typeof createDatabase>>;

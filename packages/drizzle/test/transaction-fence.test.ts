@@ -5,7 +5,8 @@
  */
 import { openPostgres } from "@idemkit/testkit";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { command, run, type Statement } from "../src/statements.js";
+import type { Statement } from "../src/statement-text.js";
+import { command, run } from "../src/statements.js";
 import { fenceTransaction } from "../src/transaction-fence.js";
 
 let server: Awaited<ReturnType<typeof openPostgres>>;

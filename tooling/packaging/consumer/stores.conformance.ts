@@ -2,7 +2,8 @@
  * The store contract at one end of the peer ranges, run inside an app that installed the tarballs and that end's
  * versions of drizzle-orm and postgres.js with a plain `npm install`: the store and atomic-mode conformance suites,
  * and the outbox's round (an event enqueued in a transaction, published by the relay, processed once), on PGlite
- * and on a real PostgreSQL (IDEMKIT_PEER_DATABASE_URL, a database of its own).
+ * and on a real PostgreSQL (IDEMKIT_PEER_DATABASE_URL, a database of its own), through postgres.js with its defaults
+ * and with `prepare: false` (idemkit's statements as text, sent through Drizzle's `execute`).
  */
 import { readFileSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
@@ -20,9 +21,12 @@ const url = String(process.env.IDEMKIT_PEER_DATABASE_URL);
 
 const pglite = new PGlite();
 const client = postgres(url, { max: 10, onnotice: () => {} });
+/** As behind a transaction pooler: idemkit's statements go as text, with their values written in. */
+const unprepared = postgres(url, { max: 10, prepare: false, onnotice: () => {} });
 const databases = {
   PGlite: drizzlePglite({ client: pglite }),
   "PostgreSQL (postgres.js)": drizzlePostgres({ client }),
+  "PostgreSQL (postgres.js, prepare: false)": drizzlePostgres({ client: unprepared }),
 };
 
 beforeAll(async () => {
@@ -30,7 +34,7 @@ beforeAll(async () => {
   await client.unsafe(SCHEMA);
 });
 afterAll(async () => {
-  await client.end({ timeout: 1 });
+  await Promise.all([client.end({ timeout: 1 }), unprepared.end({ timeout: 1 })]);
   await pglite.close();
 });
 
@@ -81,5 +85,6 @@ function effectsOn(name: string, db: Parameters<typeof drizzleStore>[0]["db"]): 
 
 suitesOn("PGlite", databases.PGlite, true);
 suitesOn("PostgreSQL (postgres.js)", databases["PostgreSQL (postgres.js)"], false);
+suitesOn("PostgreSQL (postgres.js, prepare: false)", databases["PostgreSQL (postgres.js, prepare: false)"], false);
 effectsOn("PGlite", databases.PGlite);
 effectsOn("PostgreSQL (postgres.js)", databases["PostgreSQL (postgres.js)"]);
