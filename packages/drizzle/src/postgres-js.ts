@@ -15,8 +15,9 @@
  * BEGIN and COMMIT go unprepared, so no pooler can lose them. No statement of the transaction is answered before
  * BEGIN's answer is in: where BEGIN failed (a pooler in statement mode refuses it), what was sent behind it ran on
  * its own, and its caller is told BEGIN's failure instead of its rows, so nothing of the procedure ever runs
- * outside the transaction. The claim may then have been kept on its own: its record stands in progress until its
- * lease ends, as a crashed lease-mode call's does.
+ * outside the transaction. A prepared claim may then have been kept on its own: its record stands in progress until
+ * its lease ends, as a crashed lease-mode call's does. A claim sent as text carries its savepoint (see `Trailing` in
+ * statements.ts), which PostgreSQL refuses outside a transaction, and so keeps nothing.
  *
  * postgres.js 3 keeps its own `sql.begin`, which awaits BEGIN alone: its `reserve()` drops a reservation that waits
  * for a connection when a connection closes meanwhile (the pool reconnects that connection for the waiting
