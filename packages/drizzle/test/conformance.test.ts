@@ -224,14 +224,12 @@ describeAtomicConformance(
   "drizzleStore on PostgreSQL (postgres.js) behind a query cache and read replicas",
   atomicSubject(lazy(() => cachedWithReplica)),
 );
-describeAtomicConformance(
-  "drizzleStore on PostgreSQL (postgres.js 3, prepare: false)",
-  atomicSubject(lazy(() => unprepared3)),
-);
-describeAtomicConformance(
-  "drizzleStore on PostgreSQL (postgres.js 4, prepare: false)",
-  atomicSubject(lazy(() => unprepared4)),
-);
+for (const major of [3, 4] as const) {
+  describeAtomicConformance(
+    `drizzleStore on PostgreSQL (postgres.js ${major}, prepare: false)`,
+    atomicSubject(lazy(() => (major === 3 ? unprepared3 : unprepared4))),
+  );
+}
 
 /** The database once beforeAll opened it: the suites are registered before it runs. */
 function lazy(database: () => { db: AnyDb; query(text: string, params: unknown[]): Promise<unknown[]> }) {
