@@ -17,7 +17,7 @@ import type { AnyPgDatabase, Entrances, Row, Transactions } from "./database.js"
 import { isConnectionLost, isPreparedStatementLost } from "./driver-errors.js";
 import { primaryOf } from "./drizzle-session.js";
 import { nodePostgresDriver, nodePostgresPool } from "./node-postgres.js";
-import { afterPoolerSign, provedDirect, refuseBehindPooler } from "./pooler.js";
+import { afterPoolerSign, poolerChecked, provedDirect } from "./pooler.js";
 import { postgresJsClient, postgresJsDriver } from "./postgres-js.js";
 
 /**
@@ -55,7 +55,7 @@ export interface PoolerPolicy {
 function poolerPolicy(db: object): PoolerPolicy {
   const losesOwnStatements = postgresJsClient(db)?.options.prepare === true;
   return {
-    checked: () => (losesOwnStatements ? refuseBehindPooler(db) : Promise.resolve()),
+    checked: () => (losesOwnStatements ? poolerChecked(db) : Promise.resolve()),
     beginsAgainAfter: (error) => isConnectionLost(error) || (!losesOwnStatements && isPreparedStatementLost(error)),
     signOf: (error) =>
       losesOwnStatements && isPreparedStatementLost(error)

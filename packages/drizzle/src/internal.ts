@@ -10,7 +10,7 @@ export type { Executor, Row } from "./database.js";
 export { driverOf, rowsOfResult } from "./driver.js";
 export { isLockTimeout, sqlStateOf } from "./driver-errors.js";
 export { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
-export { preparedOnce } from "./prepared-queries.js";
+export { registerDatabase } from "./prepared-queries.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
 export { SAVEPOINT, statementsFor } from "./record-statements.js";
 export { named, qualifiedName, type Statement } from "./statement-text.js";

@@ -95,13 +95,14 @@ function verdictOf(client: PostgresJsClient): Verdict {
 }
 
 /**
- * Throws STORE_MISCONFIGURED when `db` is postgres.js with `prepare` on behind a pooler that loses prepared
+ * Resolves once idemkit's calls may run on `db`, as far as a transaction pooler goes (`PoolerPolicy.checked`).
+ * Rejects with STORE_MISCONFIGURED when `db` is postgres.js with `prepare` on behind a pooler that loses prepared
  * statements: asked once per client, at idemkit's first call on it, before anything of that call runs (asked again
- * by later calls, in the background, when the pool had no second connection free then). Throws STORE_UNAVAILABLE
+ * by later calls, in the background, when the pool had no second connection free then); with STORE_UNAVAILABLE
  * while a pooler showed itself and no probe could yet say whether it loses them. Every other database passes at
  * once.
  */
-export async function refuseBehindPooler(db: object): Promise<void> {
+export async function poolerChecked(db: object): Promise<void> {
   const client = postgresJsClient(db);
   if (client?.options.prepare !== true) return;
   const verdict = verdictOf(client);

@@ -2,7 +2,7 @@
  * Where Drizzle's prepared queries of idemkit's statements are kept, so that each is built and rendered once:
  * Drizzle renders a statement anew every time it is prepared, which costs more than sending it.
  *
- * - On a database a store, relay or `processOnce` runs on (`preparedOnce`): kept for it, run again with other values,
+ * - On a database a store, relay or `processOnce` runs on (`registerDatabase`): kept for it, run again with other values,
  *   as Drizzle's prepared queries are meant to be.
  * - In a transaction, which is new each time: kept by the Drizzle instance's session options (one object per
  *   `drizzle()` call, which its transactions' sessions share), and handed to the instance's next transaction on its
@@ -29,15 +29,16 @@ const onDatabases = new WeakMap<object, WeakMap<object, Prepared>>();
 const inTransactions = new WeakMap<object, WeakMap<object, Prepared>>();
 
 /**
- * Has `run` keep the statements it prepares on `db` (a database, never a transaction), and send them again,
- * unprepared, when a pooler lost one (see `isDatabase`).
+ * Makes `db` (a database, never a transaction) one idemkit runs its statements on: `run` keeps the statements it
+ * prepares there and sends one again, unprepared, when a pooler lost it (see `isDatabase`), and its transactions
+ * are known by it (see `seeDatabase`).
  */
-export function preparedOnce(db: Executor): void {
+export function registerDatabase(db: Executor): void {
   seeDatabase(db);
   if (!onDatabases.has(db)) onDatabases.set(db, new WeakMap());
 }
 
-/** Whether `executor` is a database given to `preparedOnce`, not a transaction. */
+/** Whether `executor` is a database given to `registerDatabase`, not a transaction. */
 export function isDatabase(executor: Executor): boolean {
   return onDatabases.has(executor);
 }

@@ -62,17 +62,22 @@ export function quoteIdentifier(identifier: string): string {
 }
 
 /**
- * Names each of `statements` by what it is and a short hash of its whole text, the table's name included. Two
+ * `statements`, each named by what it is and a short hash of its whole text, the table's name included. Two
  * tables' statements on one connection never share a name, and neither do two versions of idemkit's: behind a
  * transaction pooler, a server connection may hold a statement another process prepared, and during a rolling
  * deploy that process may run an older text under the same name (PostgreSQL would bind the new values to the old
  * text: 08P01, read as a lost connection).
  */
 export function named<T extends Record<string, Statement>>(statements: T): T {
-  for (const statement of Object.values(statements)) {
-    statement.name += `_${sha256Hex(JSON.stringify([statement.steps ?? {}, statement.text])).slice(0, 8)}`;
-  }
-  return statements;
+  return Object.fromEntries(
+    Object.entries(statements).map(([key, statement]) => [
+      key,
+      {
+        ...statement,
+        name: `${statement.name}_${sha256Hex(JSON.stringify([statement.steps ?? {}, statement.text])).slice(0, 8)}`,
+      },
+    ]),
+  ) as T;
 }
 
 /**

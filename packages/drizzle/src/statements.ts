@@ -10,7 +10,7 @@ import { rowsOfResult } from "./driver.js";
 import { databaseMessageOf, explainMissingTables, isPreparedStatementLost } from "./driver-errors.js";
 import { primaryOf } from "./drizzle-session.js";
 import { databaseOf, namesStatements, stopNaming } from "./named-databases.js";
-import { isDatabase, keepPrepared, keptPrepared, preparedOnce } from "./prepared-queries.js";
+import { isDatabase, keepPrepared, keptPrepared, registerDatabase } from "./prepared-queries.js";
 import { sqlLiteral } from "./sql-literal.js";
 import { carrierOf, carrierSelect, literalTextOf, type Statement } from "./statement-text.js";
 
@@ -176,7 +176,7 @@ export async function purgeInBatches(
   cutoff: number,
   batchSize: number,
 ): Promise<number> {
-  preparedOnce(executor);
+  registerDatabase(executor);
   let total = 0;
   for (;;) {
     const [row] = await run(executor, statement, [cutoff, batchSize]);

@@ -39,7 +39,7 @@ import { commitKept, provingCommit } from "./commit-proof.js";
 import type { AnyPgDatabase, Executor, Row } from "./database.js";
 import { driverOf } from "./driver.js";
 import { againIfConnectionLost, isLockTimeout, isProcedureFailure } from "./driver-errors.js";
-import { preparedOnce } from "./prepared-queries.js";
+import { registerDatabase } from "./prepared-queries.js";
 import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
 import { qualifiedName, type Statement } from "./statement-text.js";
@@ -105,7 +105,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   checkedNumber("drizzleStore()", "waitMs", waitMs);
   const statements = statementsFor(qualifiedName(table));
   const guard = watchBypasses ? bypassGuard(db) : undefined;
-  preparedOnce(db);
+  registerDatabase(db);
   const driver = driverOf(db);
   const { pooler } = driver;
   const claimSavepoint: Trailing = { text: SAVEPOINT, inOneText: driver.runsMultiStatementTexts === true };

@@ -6,7 +6,7 @@
  */
 import { IdempotencyErrorCode, isIdempotencyError } from "@idemkit/core";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { afterPoolerSign, refuseBehindPooler } from "../src/pooler.js";
+import { afterPoolerSign, poolerChecked } from "../src/pooler.js";
 
 type Rows = { pid: number }[];
 
@@ -102,57 +102,57 @@ const isRetryableRefusal = (value: unknown) =>
 describe("the pooler check", () => {
   it("passes a direct connection, and a later sign has it asked again rather than refused", async () => {
     const db = modelClient("direct");
-    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    await expect(poolerChecked(db)).resolves.toBeUndefined();
     expect(isRefusal(afterPoolerSign(db, "A statement was lost."))).toBe(false);
   });
 
   it("proves a direct connection in one statement, holding none of the pool's connections for the rounds", async () => {
     const db = modelClient("direct");
     const reserve = vi.spyOn(db.$client, "reserve");
-    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    await expect(poolerChecked(db)).resolves.toBeUndefined();
     expect(reserve).not.toHaveBeenCalled();
   });
 
   it("never takes a pooler whose greeting is a backend's pid for a direct connection: its port differs", async () => {
     const db = modelClient({ servers: 3, prepared: "lost" }, 4, "a backend's pid");
-    await expect(refuseBehindPooler(db)).rejects.toSatisfy(isRefusal);
+    await expect(poolerChecked(db)).rejects.toSatisfy(isRefusal);
   });
 
   it("asks a pool of one proved direct again after a sign, where one not proved is refused for good", async () => {
     const db = modelClient("direct", 1);
-    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    await expect(poolerChecked(db)).resolves.toBeUndefined();
     // An app's own DISCARD ALL: this call fails as it is, and the next is checked again.
     expect(isRefusal(afterPoolerSign(db, "A statement was lost."))).toBe(false);
-    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    await expect(poolerChecked(db)).resolves.toBeUndefined();
   });
 
   it("asks a pooler the second question, whatever its greeting", async () => {
     const db = modelClient({ servers: 3, prepared: "prepared again" });
     const reserve = vi.spyOn(db.$client, "reserve");
-    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    await expect(poolerChecked(db)).resolves.toBeUndefined();
     expect(reserve).toHaveBeenCalled();
   });
 
   it("refuses a transaction pooler that loses prepared statements, before anything runs", async () => {
     const db = modelClient({ servers: 3, prepared: "lost" });
-    await expect(refuseBehindPooler(db)).rejects.toSatisfy(isRefusal);
+    await expect(poolerChecked(db)).rejects.toSatisfy(isRefusal);
   });
 
   it("passes a transaction pooler that prepares statements again (PgBouncer 1.21+)", async () => {
     const db = modelClient({ servers: 3, prepared: "prepared again" });
-    await expect(refuseBehindPooler(db)).resolves.toBeUndefined();
+    await expect(poolerChecked(db)).resolves.toBeUndefined();
   });
 
   it("never lets a call run behind a pooler it could not check: refused retryably, and a sign refuses for good", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const db = modelClient({ servers: 1, prepared: "lost" });
-    const checked = refuseBehindPooler(db).catch((error: unknown) => error);
+    const checked = poolerChecked(db).catch((error: unknown) => error);
     await vi.advanceTimersByTimeAsync(1_000);
     // Too busy to say whether statements are lost: nothing of this call runs, and it may be sent again...
     expect(await checked).toSatisfy(isRetryableRefusal);
     // ...and a pooler was seen, so a lost statement is no app's DISCARD ALL: refused from then on.
     expect(isRefusal(afterPoolerSign(db, "A statement was lost."))).toBe(true);
-    await expect(refuseBehindPooler(db)).rejects.toSatisfy(isRefusal);
+    await expect(poolerChecked(db)).rejects.toSatisfy(isRefusal);
   });
 
   it.each(["lost", "prepared again"] as const)(
@@ -162,7 +162,7 @@ describe("the pooler check", () => {
       const db = modelClient({ servers: 1, prepared });
       const outcomes: unknown[] = [];
       for (let call = 0; call < 4; call++) {
-        const checked = refuseBehindPooler(db).catch((error: unknown) => error);
+        const checked = poolerChecked(db).catch((error: unknown) => error);
         await vi.advanceTimersByTimeAsync(1_000);
         outcomes.push(await checked);
       }

@@ -16,11 +16,11 @@ import {
   driverOf,
   isLockTimeout,
   named,
-  preparedOnce,
   provingCommit,
   purgeInBatches,
   qualifiedName,
   type Row,
+  registerDatabase,
   run,
   runUnprepared,
   StatementLostBeforeWork,
@@ -95,7 +95,7 @@ async function processedOnce<TDb extends AnyPgDatabase, T>(
     throw new TypeError(`processOnce(): lockTimeoutMs must be a number of ms, 1 or more (got ${lockTimeoutMs}).`);
   }
   const { MARK, CHECK } = statementsOf(table);
-  preparedOnce(db);
+  registerDatabase(db);
   const driver = driverOf(db);
   const { pooler } = driver;
   await pooler.checked();

@@ -8,7 +8,7 @@
 
 import { checkedNumber } from "@idemkit/core/internal";
 import type { AnyPgDatabase } from "@idemkit/drizzle";
-import { driverOf, preparedOnce, purgeInBatches, qualifiedName, type Row, run } from "@idemkit/drizzle/internal";
+import { driverOf, purgeInBatches, qualifiedName, type Row, registerDatabase, run } from "@idemkit/drizzle/internal";
 import { outboxStatements, type PublishedEvent, toPublishedEvent } from "./outbox.js";
 import { type OutboxEventsTable, outboxEvents, type PurgeOptions } from "./outbox-schema.js";
 import { type OutboxTelemetryOptions, outboxTelemetryOf, type RelayEvent } from "./telemetry.js";
@@ -91,7 +91,7 @@ export function createRelay({
   const databaseNow = () => now?.() ?? null;
   const elapsed = now ?? Date.now;
   const statements = outboxStatements(qualifiedName(table));
-  preparedOnce(db);
+  registerDatabase(db);
   const telemetry = outboxTelemetryOf(telemetryOptions);
   const report = (event: RelayEvent) => {
     telemetry.relayEvent(event);
@@ -272,7 +272,7 @@ export async function retryDeadEvents({
   table?: OutboxEventsTable;
   now?: () => number;
 }): Promise<number[]> {
-  preparedOnce(db);
+  registerDatabase(db);
   const rows = await run(db, outboxStatements(qualifiedName(table)).RETRY_DEAD, [now?.() ?? null, ids ?? null]);
   return rows.map((row) => Number(row.id));
 }
