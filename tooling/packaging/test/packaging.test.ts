@@ -36,6 +36,7 @@ const PACKAGES = [
 const THIRD_PARTY = [
   "@aws-sdk/client-dynamodb",
   "@electric-sql/pglite",
+  "@noble/hashes",
   "@opentelemetry/api",
   "@playwright/test",
   "@tanstack/react-query",
