@@ -25,7 +25,7 @@
 import { createHash } from "node:crypto";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { drizzleStore, idempotencyKeys } from "@idemkit/drizzle";
-import { driverOf, run, SAVEPOINT, statementsFor } from "@idemkit/drizzle/internal";
+import { claimSavepoint, driverOf, run, statementsFor } from "@idemkit/drizzle/internal";
 import { dynamoStore } from "@idemkit/dynamodb";
 import { redisStore } from "@idemkit/redis";
 import { serveFetch } from "@idemkit/testkit";
@@ -68,7 +68,7 @@ const { db, close } = openBenchDatabase(String(process.env.DATABASE_URL), {
   prepare: process.env.BENCH_PREPARE !== "false",
 });
 /** The savepoint behind the claim, sent as idemkit sends it (in the claim's text where postgres.js sends literals). */
-const claimSavepoint = { text: SAVEPOINT, inOneText: driverOf(db as never).runsMultiStatementTexts === true };
+const savepoint = claimSavepoint(driverOf(db as never));
 const app = createRouter({ db });
 const uncached = createRouter({ db, replayCacheSize: 0 });
 const idempotent = t.procedure.use(
@@ -157,7 +157,7 @@ function idemkitSqlOrder(userId: string, key: string | null, items: OrderItem[])
   return db.transaction(async (tx) => {
     const expiresAt = Date.now() + DAY_MS;
     const claimParams = [...id, fingerprint, expiresAt, expiresAt, "5000ms", true, 30_000];
-    const [claimed] = await run(tx, idemkitStatements.CLAIM, claimParams, claimSavepoint);
+    const [claimed] = await run(tx, idemkitStatements.CLAIM, claimParams, savepoint);
     if (claimed?.claimed_fence == null) {
       if (claimed?.free === false) throw new TRPCError({ code: "CONFLICT", message: "In progress." });
       if (claimed?.fingerprint !== fingerprint) throw new TRPCError({ code: "UNPROCESSABLE_CONTENT" });

@@ -12,7 +12,7 @@ export { isLockTimeout, sqlStateOf } from "./driver-errors.js";
 export { type Args, type InspectReport, runInspectCommand, type SqlClient } from "./inspect-command.js";
 export { registerDatabase } from "./prepared-queries.js";
 export { type Age, type PurgeCommand, runPurgeCommand } from "./purge-command.js";
-export { SAVEPOINT, statementsFor } from "./record-statements.js";
+export { claimSavepoint, statementsFor } from "./record-statements.js";
 export { named, qualifiedName, type Statement } from "./statement-text.js";
 export {
   command,

@@ -5,8 +5,9 @@
 import type { ClaimRequest, RecordId, StoredRecord } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
 import { RecordState } from "@idemkit/core/store";
-import type { Row } from "./database.js";
+import type { Row, Transactions } from "./database.js";
 import { named } from "./statement-text.js";
+import type { Trailing } from "./statements.js";
 
 /** A record's columns as statements read them, times as epoch milliseconds: each name, and what it is read as. */
 const RECORD_FIELDS = {
@@ -183,7 +184,12 @@ export function statementsFor(table: string) {
  * Set right after the claim, inside the claiming transaction: undoing the procedure's writes (an error answer)
  * rolls back to here, which keeps the claim.
  */
-export const SAVEPOINT = "savepoint idemkit_claim";
+const SAVEPOINT = "savepoint idemkit_claim";
+
+/** The savepoint as atomic mode sends it behind a claim, on a database whose driver is `driver` (see `Trailing`). */
+export function claimSavepoint(driver: Pick<Transactions, "runsMultiStatementTexts">): Trailing {
+  return { text: SAVEPOINT, inOneText: driver.runsMultiStatementTexts === true };
+}
 export const UNDO = "rollback to savepoint idemkit_claim";
 
 export function keyOf({ scope, path, key }: RecordId): unknown[] {

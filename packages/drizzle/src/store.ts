@@ -40,7 +40,7 @@ import type { AnyPgDatabase, Executor, Row } from "./database.js";
 import { driverOf } from "./driver.js";
 import { againIfConnectionLost, isLockTimeout, isProcedureFailure } from "./driver-errors.js";
 import { registerDatabase } from "./prepared-queries.js";
-import { claimParams, keyOf, SAVEPOINT, statementsFor, toRecord, UNDO } from "./record-statements.js";
+import { claimParams, claimSavepoint, keyOf, statementsFor, toRecord, UNDO } from "./record-statements.js";
 import { type IdempotencyKeysTable, idempotencyKeys } from "./schema.js";
 import { qualifiedName, type Statement } from "./statement-text.js";
 import { command, purgeInBatches, run, runUnprepared, type Trailing } from "./statements.js";
@@ -108,7 +108,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
   registerDatabase(db);
   const driver = driverOf(db);
   const { pooler } = driver;
-  const claimSavepoint: Trailing = { text: SAVEPOINT, inOneText: driver.runsMultiStatementTexts === true };
+  const savepoint = claimSavepoint(driver);
 
   /**
    * Claims `request` through `executor`: the database itself (lease mode), or an atomic transaction (`inTransaction`),
@@ -218,7 +218,7 @@ export function drizzleStore<TDb extends AnyPgDatabase>({
           // The savepoint leaves with the claim: it costs no round trip of its own.
           let outcome: AtomicClaimResult;
           try {
-            outcome = await claimWith(own, request, { followedBy: claimSavepoint });
+            outcome = await claimWith(own, request, { followedBy: savepoint });
           } catch (error) {
             if (isLockTimeout(error)) return { status: "busy" };
             // Nothing of the procedure ran yet, so the transaction is begun again.
