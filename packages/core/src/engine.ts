@@ -31,14 +31,12 @@ import {
   type RunResult,
   type Settlement,
 } from "./engine/types.js";
-import { rolledBack, UNSTORABLE, UnstorableAnswer, unstorableSettlement } from "./engine/unstorable.js";
+import { UnstorableAnswer } from "./engine/unstorable.js";
 import { Patience } from "./engine/waiting.js";
-import { IdempotencyErrorCode } from "./errors.js";
 import { checkIdentity, unkeptTextReason } from "./key.js";
 import { checkedNumber, type NumericRule } from "./numeric-options.js";
 import { onceLog, withoutOperatorDetail } from "./operator-detail.js";
 import { DEFAULT_WAIT_MS } from "./store.js";
-import { refusalKept } from "./stored-refusal.js";
 
 const HOUR_MS = 3_600_000;
 
@@ -100,7 +98,10 @@ export function createIdempotencyEngine<Tx>({
   if (mode === IdempotencyMode.LEASE && typeof store.renew !== "function") {
     throw new TypeError("This store has no renew(): lease mode renews a running call's lease, so it needs one.");
   }
-  const settings = { store, ...bounds, waitUntil, now, cache: new ReplayCache(replayCacheSize) };
+  // What is wrong with this endpoint, for its operator: each detail said once.
+  const log = onceLog();
+  const waitMs = atomic?.waitMs ?? DEFAULT_WAIT_MS;
+  const settings = { store, ...bounds, waitMs, waitUntil, now, log, cache: new ReplayCache(replayCacheSize) };
   const { cache } = settings;
   const telemetry = telemetryOf(mode, telemetryOptions);
   const admission = limitsOf(limits, now);
@@ -108,10 +109,7 @@ export function createIdempotencyEngine<Tx>({
   const { answerExisting, conflict } = answers;
   const runLease = leaseRun(settings, answers);
   const runAtomic = atomic && mode === IdempotencyMode.ATOMIC ? atomicRun(settings, answers, atomic) : undefined;
-  const waitMs = atomic?.waitMs ?? DEFAULT_WAIT_MS;
   const flights = new SingleFlight();
-  // What is wrong with this endpoint, for its operator: each detail said once.
-  const log = onceLog();
 
   return {
     /** The mode requests run in. */
@@ -125,17 +123,9 @@ export function createIdempotencyEngine<Tx>({
       execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
     ): Promise<RunResult<T>> {
       return telemetry
-        .observed<T>(request, async (call) => {
-          const result = await runOnce(
-            request,
-            (execution) => call.procedure(() => settled(request, execute, execution)),
-            call.waited,
-          );
-          // The answer could not be stored: the refusal kept in its place is this call's answer too.
-          if (!result.replayed && result.value === UNSTORABLE)
-            throw refusalKept(IdempotencyErrorCode.RAN_WITHOUT_ANSWER);
-          return result;
-        })
+        .observed<T>(request, (call) =>
+          runOnce(request, (execution) => call.procedure(() => settled(request, execute, execution)), call.waited),
+        )
         .catch((error: unknown) => {
           throw withoutOperatorDetail(error, log);
         });
@@ -143,21 +133,16 @@ export function createIdempotencyEngine<Tx>({
   };
 
   /**
-   * What the work came to, with what is kept of its answer (redacted before the store or the cache sees it). Once
-   * the work has run, a failure to build or redact its answer never releases the key: a refusal is kept instead.
+   * What the work came to, with what is kept of its answer (redacted before the store or the cache sees it). A
+   * `redact` that fails is a failure to answer, as an adapter's (`UnstorableAnswer`): the run then never releases
+   * the key for the work to run again.
    */
   async function settled<T>(
     request: IdempotentRequest,
     execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
     execution: Execution<Tx>,
   ): Promise<Settlement<T>> {
-    let settlement: Settlement<T>;
-    try {
-      settlement = await execute(execution);
-    } catch (error) {
-      if (error instanceof UnstorableAnswer) return unstorable(request, error.error);
-      throw error;
-    }
+    const settlement = await execute(execution);
     if (!redact || settlement.response === undefined) return settlement;
     const id = { scope: request.scope, path: request.path, key: request.key };
     const { status, body } = settlement.response;
@@ -168,14 +153,8 @@ export function createIdempotencyEngine<Tx>({
       if (unkept) throw new TypeError(`redact returned text that ${unkept}.`);
       return { ...settlement, response: { status, body: kept } };
     } catch (error) {
-      return unstorable(request, error);
+      throw new UnstorableAnswer(error);
     }
-  }
-
-  /** An answer that could not be stored after its work ran: kept refused in lease mode, rolled back in atomic mode. */
-  function unstorable<T>(request: IdempotentRequest, reason: unknown): Settlement<T> {
-    if (runAtomic) throw rolledBack(request, reason, log);
-    return unstorableSettlement(request, reason, log);
   }
 
   async function runOnce<T>(

@@ -7,47 +7,23 @@
  * It is stored as any answer is (a status and a body), so every store keeps it without knowing it, and it is told
  * from an adapter's answer by a prefix no adapter's JSON body starts with.
  */
-import { IdempotencyError, IdempotencyErrorCode } from "./errors.js";
+
+import { KEPT_REFUSAL_CODE, keptRefusal } from "./engine/phases.js";
+import type { IdempotencyError } from "./errors.js";
 import { httpStatusOf } from "./http-status.js";
 import type { StoredResponse } from "./store.js";
 
 const PREFIX = "idemkit:refused:";
 
-/** The codes a key can be kept refused with. */
-type KeptCode = typeof IdempotencyErrorCode.RAN_WITHOUT_ANSWER;
-
-const MESSAGES: Record<KeptCode, string> = {
-  [IdempotencyErrorCode.RAN_WITHOUT_ANSWER]:
-    "The request ran, but its answer could not be kept; sending it again with this Idempotency-Key gets this " +
-    "answer and does not run it again.",
-};
-
 /** The answer stored for a key whose work ran but whose own answer could not be stored. */
-export function storedRefusal(code: KeptCode): StoredResponse {
-  return { status: httpStatusOf(code), body: PREFIX + JSON.stringify({ code }) };
-}
-
-/** The refusal a key kept refused answers with. */
-export function refusalKept(code: KeptCode): IdempotencyError {
-  return new IdempotencyError(code, MESSAGES[code]);
-}
-
-/** The refusal a stored answer keeps, or undefined for an adapter's own answer. */
-export function keptRefusalOf(response: StoredResponse): IdempotencyError | undefined {
-  if (!response.body.startsWith(PREFIX)) return undefined;
-  return refusalKept(codeOf(response.body.slice(PREFIX.length)));
+export function storedRefusal(): StoredResponse {
+  return { status: httpStatusOf(KEPT_REFUSAL_CODE), body: PREFIX + JSON.stringify({ code: KEPT_REFUSAL_CODE }) };
 }
 
 /**
- * The code a kept refusal was stored with; a body altered past reading, or stored under the code's earlier name
- * (RESULT_NOT_STORABLE), is still that refusal, never an answer.
+ * The refusal a stored answer keeps, or undefined for an adapter's own answer. There is one such refusal, so a body
+ * altered past reading, or stored under the code's earlier name (RESULT_NOT_STORABLE), is still that refusal.
  */
-function codeOf(stored: string): KeptCode {
-  try {
-    const { code } = JSON.parse(stored) as { code?: unknown };
-    if (typeof code === "string" && code in MESSAGES) return code as KeptCode;
-  } catch {
-    // Read as the one refusal there is.
-  }
-  return IdempotencyErrorCode.RAN_WITHOUT_ANSWER;
+export function keptRefusalOf(response: StoredResponse): IdempotencyError | undefined {
+  return response.body.startsWith(PREFIX) ? keptRefusal() : undefined;
 }

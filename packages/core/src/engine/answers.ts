@@ -4,10 +4,12 @@
  */
 import { within } from "../deadline.js";
 import { isSealedBody, sealedWithoutKeys } from "../encrypted-store.js";
-import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "../errors.js";
+import { IdempotencyError, IdempotencyErrorCode, type IdempotencyErrorOptions, isIdempotencyError } from "../errors.js";
+import type { OnceLog } from "../operator-detail.js";
 import type { ClaimRequest, IdempotencyStore, StoredRecord, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
 import { keptRefusalOf } from "../stored-refusal.js";
+import { CallPhase, refusalsOf } from "./phases.js";
 import type { ReplayCache } from "./replay-cache.js";
 import {
   type Emit,
@@ -16,6 +18,7 @@ import {
   type IdempotentRequest,
   type RunResult,
 } from "./types.js";
+import { logRolledBack } from "./unstorable.js";
 
 /** The engine's settings, with their defaults applied, and its replay cache: what its parts share. */
 export interface EngineSettings<Tx> {
@@ -27,8 +30,12 @@ export interface EngineSettings<Tx> {
   storeTimeoutMs: number;
   transactionTimeoutMs: number;
   procedureTimeoutMs: number;
+  /** Atomic mode: how long a duplicate waits, in all, for the call holding its key (the store's `waitMs`). */
+  waitMs: number;
   waitUntil: ((settling: Promise<unknown>) => void) | undefined;
   now: () => number;
+  /** What is wrong with the endpoint, for its operator: each detail said once. */
+  log: OnceLog;
   cache: ReplayCache;
 }
 
@@ -55,16 +62,12 @@ export function reportingTo(
   };
 }
 
-/** What a store failure is answered with: nothing ran, or the work may have been kept. */
-export type StoreFailureCode =
-  | typeof IdempotencyErrorCode.STORE_UNAVAILABLE
-  | typeof IdempotencyErrorCode.OUTCOME_UNKNOWN;
-
 /** The answers of one engine: built once, shared by its lease and atomic runs. */
 export type Answers = ReturnType<typeof answersOf>;
 
 export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
-  const { busyRetryAfterMs, storeTimeoutMs, leaseMs, ttlMs, now, cache } = settings;
+  const { busyRetryAfterMs, storeTimeoutMs, leaseMs, ttlMs, now, log, cache } = settings;
+  const refusals = refusalsOf(settings);
 
   /** Replays or refuses a record that another request claimed. */
   function answerExisting(
@@ -104,19 +107,24 @@ export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
   }
 
   /**
-   * A store failure, said as what it means for the request: by default that nothing ran (STORE_UNAVAILABLE); with
-   * OUTCOME_UNKNOWN, that the work may have been kept. A store that is not set up is answered as it is (a 500 whose
-   * detail the engine logs for the operator and keeps from the client).
+   * A store failure, said as what it means for the request where it happened (`refuse`, from the phases' table:
+   * nothing ran, nothing was kept, or the outcome is unknown). A store that is not set up is answered as it is (a
+   * 500 whose detail the engine logs for the operator and keeps from the client).
    */
   function storeFailure(
     request: IdempotentRequest,
     error: unknown,
-    message = "The idempotency store is unavailable, so the request was not run; retry later.",
-    code: StoreFailureCode = IdempotencyErrorCode.STORE_UNAVAILABLE,
+    refuse: (options: IdempotencyErrorOptions) => IdempotencyError,
   ): IdempotencyError {
     emit(IdempotencyEventType.STORE_ERROR, request, { error });
     if (isIdempotencyError(error) && error.code === IdempotencyErrorCode.STORE_MISCONFIGURED) return error;
-    return new IdempotencyError(code, message, { cause: error, retryAfterMs: busyRetryAfterMs });
+    return refuse({ cause: error, retryAfterMs: busyRetryAfterMs });
+  }
+
+  /** Atomic mode: the refusal that rolls back a call whose answer could not be stored after its work ran. */
+  function rolledBack(request: IdempotentRequest, reason: unknown): IdempotencyError {
+    logRolledBack(request, reason, log);
+    return refusals.atomic([CallPhase.ANSWERING, "failed"]);
   }
 
   /** A store call that may not take longer than `storeTimeoutMs`. */
@@ -144,5 +152,5 @@ export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
     cache.set(request, { state: RecordState.COMPLETED, fingerprint, fence, response, expiresAt });
   }
 
-  return { emit, answerExisting, conflict, storeFailure, bounded, claimRequest, remember };
+  return { emit, log, refusals, answerExisting, conflict, storeFailure, rolledBack, bounded, claimRequest, remember };
 }

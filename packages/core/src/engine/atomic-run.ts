@@ -8,7 +8,8 @@ import { IdempotencyErrorCode, isIdempotencyError, isProcedureTransactionError }
 import { isLimited } from "../numeric-options.js";
 import type { AtomicCapability, StoredResponse } from "../store.js";
 import { replacement } from "../store.js";
-import type { Answers, EngineSettings, StoreFailureCode } from "./answers.js";
+import type { Answers, EngineSettings } from "./answers.js";
+import { CallPhase, type PhaseFailure } from "./phases.js";
 import {
   type Emit,
   type Execution,
@@ -17,8 +18,8 @@ import {
   type RunResult,
   type Settlement,
 } from "./types.js";
-import { answering, ranType } from "./unstorable.js";
-import { FIRST_POLL_MS, MAX_POLL_MS, noConnectionMessage, type Patience } from "./waiting.js";
+import { answering, UnstorableAnswer } from "./unstorable.js";
+import { FIRST_POLL_MS, MAX_POLL_MS, type Patience } from "./waiting.js";
 
 const HELD_ELSEWHERE = Symbol("held elsewhere");
 const RUNNING = Symbol("running");
@@ -39,7 +40,7 @@ class WorkFailed {
 /** The atomic-mode run of one engine, over the store's atomic capability. */
 export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, atomic: AtomicCapability<Tx>) {
   const { now, ttlMs, storeTimeoutMs, transactionTimeoutMs, busyRetryAfterMs } = settings;
-  const { emit, answerExisting, conflict, storeFailure, claimRequest, remember } = answers;
+  const { emit, refusals, answerExisting, conflict, storeFailure, claimRequest, remember, rolledBack } = answers;
   type Atomic = AtomicCapability<Tx>;
   /**
    * Atomic mode: how many of the recent requests that missed the replay cache found an answer stored (a moving
@@ -86,7 +87,9 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
         next === "wait"
           ? () => conflict(request, busyRetryAfterMs)
           : () => {
-              throw storeFailure(request, new Error("no connection"), noConnectionMessage(patience.waitMs));
+              throw storeFailure(request, new Error("no connection"), (options) =>
+                refusals.atomic([CallPhase.CONNECTING, "timedOut"], options),
+              );
             };
       const seen = await peek(request, read, patience, outOfTime);
       if (seen === RUNNING) next = "wait";
@@ -112,7 +115,7 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
       seen = await patience.deadline.race(limit.race(read(request)));
     } catch (error) {
       if (error === patience.missed) outOfTime();
-      throw storeFailure(request, error);
+      throw storeFailure(request, error, (options) => refusals.atomic([CallPhase.CLAIMING, "failed"], options));
     } finally {
       limit.clear();
     }
@@ -124,7 +127,11 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
     return seen.running ? RUNNING : undefined;
   }
 
-  /** One transaction: claim, run, store. HELD_ELSEWHERE when a store with `peek` found the key held. */
+  /**
+   * One transaction: claim, run, store. HELD_ELSEWHERE when a store with `peek` found the key held. The call moves
+   * through its phases (`phases.ts`) in order; each is bounded, and a failure in it is answered as the phases' table
+   * says for that phase.
+   */
   async function attemptAtomic<T>(
     request: IdempotentRequest,
     execute: (execution: Execution<Tx>) => Promise<Settlement<T>>,
@@ -137,27 +144,24 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
     // Decisions taken inside the transaction are reported once it has ended, so no observer holds it open.
     const decided: Array<Parameters<Emit>> = [];
     const report: Emit = (...event) => void decided.push(event);
-    const unavailable =
-      (message: string, code: StoreFailureCode = IdempotencyErrorCode.STORE_UNAVAILABLE) =>
-      () =>
-        storeFailure(request, new Error(message), message, code);
-    // What a store failure means depends on how far the request got: nothing ran, nothing was kept, or unknown.
-    let failure: { message: string; code: StoreFailureCode } | undefined;
+    let phase: Exclude<CallPhase, typeof CallPhase.ANSWERING | typeof CallPhase.RECORDING> = CallPhase.CONNECTING;
+    const failedWith = (failure: PhaseFailure & ("failed" | "timedOut"), cause: unknown) =>
+      storeFailure(request, cause, (options) => refusals.atomic([phase, failure], options));
     const deadline = new Deadline();
+    /** Moves the call on to `next`, which may last `ms`. */
+    const enter = (next: typeof phase, ms: number) => {
+      phase = next;
+      deadline.arm(ms, () => failedWith("timedOut", new Error(`The store did not answer in time while ${phase}.`)));
+    };
     // A duplicate's wait (waitMs) covers queueing for a connection as well as waiting on the key's row.
-    deadline.arm(waitLeft(), unavailable(noConnectionMessage(waitMs)));
+    enter(CallPhase.CONNECTING, waitLeft());
     try {
       const result = await deadline.race(
         atomic.transaction(async (session): Promise<RunResult<T>> => {
           // The connection came after the client was answered: roll back without claiming.
           deadline.check();
           const waitLeftMs = waitLeft();
-          deadline.arm(
-            waitLeftMs + storeTimeoutMs,
-            unavailable(
-              `The idempotency store did not answer the claim in time, so the request was not run; retry later.`,
-            ),
-          );
+          enter(CallPhase.CLAIMING, waitLeftMs + storeTimeoutMs);
           const holdMs = isLimited(transactionTimeoutMs) ? startedAt + transactionTimeoutMs - now() : undefined;
           const claimed = await deadline.race(session.claim({ ...claim, waitMs: waitLeftMs, holdMs }));
           if (claimed.status === "busy") {
@@ -166,18 +170,7 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
           }
           noteMiss(claimed.status === "exists");
           if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now, report);
-          failure = {
-            message:
-              "The database failed during the request's transaction, so none of its writes were kept; retry later.",
-            code: IdempotencyErrorCode.STORE_UNAVAILABLE,
-          };
-          deadline.arm(
-            startedAt + transactionTimeoutMs - now(),
-            unavailable(
-              `The request's transaction was open for more than ${transactionTimeoutMs} ms and was rolled back, ` +
-                "so none of its writes were kept; retry later.",
-            ),
-          );
+          enter(CallPhase.WORKING, startedAt + transactionTimeoutMs - now());
           // The transaction holds the key until it ends: nothing can take it over, so this signal never aborts. It
           // is made when the call first reads it (few do), one per call, so that listeners never pile up on one.
           let signal: AbortSignal | undefined;
@@ -191,25 +184,13 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
           });
           const settlement = await deadline.race(
             procedure.catch((error: unknown) => {
-              throw new WorkFailed(error);
+              // An answer that could not be made after the work ran rolls the work back with the claim: ROLLED_BACK.
+              throw new WorkFailed(error instanceof UnstorableAnswer ? rolledBack(request, error.error) : error);
             }),
           );
           const { response } = settlement;
           if (response === undefined) throw new Rollback(settlement.value);
-          deadline.arm(
-            storeTimeoutMs,
-            unavailable(
-              `The database did not confirm the commit within ${storeTimeoutMs} ms, so this request's outcome is ` +
-                "unknown; retry with the same key to get it.",
-              IdempotencyErrorCode.OUTCOME_UNKNOWN,
-            ),
-          );
-          failure = {
-            message:
-              "The database failed before confirming the commit, so this request's outcome is unknown; retry with " +
-              "the same key to get it.",
-            code: IdempotencyErrorCode.OUTCOME_UNKNOWN,
-          };
+          enter(CallPhase.COMMITTING, storeTimeoutMs);
           const expiresAt = now() + ttlMs;
           await session.complete(claim.id, response, expiresAt, { undoEffects: response.status >= 400 });
           committed = { fence: claimed.fence, response, expiresAt };
@@ -219,7 +200,7 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
       // Only now is the response durable, so only now may it be replayed from memory.
       if (committed) {
         remember(request, committed.fence, committed.response, committed.expiresAt);
-        emit(ranType(result), request);
+        emit(IdempotencyEventType.EXECUTED, request);
       }
       return result;
     } catch (error) {
@@ -237,7 +218,7 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
         throw error;
       }
       if (isIdempotencyError(error) && error.code !== IdempotencyErrorCode.STORE_MISCONFIGURED) throw error;
-      throw storeFailure(request, error, failure?.message, failure?.code);
+      throw failedWith("failed", error);
     } finally {
       deadline.clear();
       for (const event of decided) emit(...event);

@@ -4,12 +4,12 @@
  * fence, or the key released. A call past `procedureTimeoutMs` is answered IN_PROGRESS while its work settles.
  */
 import { Deadline } from "../deadline.js";
-import { IdempotencyError, IdempotencyErrorCode } from "../errors.js";
 import { abortableDelay } from "../retry.js";
 import type { ClaimResult, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
 import type { Answers, EngineSettings } from "./answers.js";
 import { keepLease, type LeaseKeeper } from "./lease-keeper.js";
+import { CallPhase, keptRefusal } from "./phases.js";
 import { answeredBeforeSettled, settlingOf } from "./settling.js";
 import {
   type Execution,
@@ -18,7 +18,7 @@ import {
   type RunResult,
   type Settlement,
 } from "./types.js";
-import { answering, ranType } from "./unstorable.js";
+import { answering, keptInstead, UnstorableAnswer } from "./unstorable.js";
 
 /** Waits between attempts to store a lease-mode result after the store failed: short, the client is waiting. */
 const COMPLETION_RETRY_DELAYS_MS = [100, 400];
@@ -38,7 +38,7 @@ class ProcedureTimedOut extends Error {}
 export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
   const { store, now, ttlMs, leaseMs, maxHoldMs, storeTimeoutMs, procedureTimeoutMs, waitUntil, busyRetryAfterMs } =
     settings;
-  const { emit, answerExisting, storeFailure, bounded, claimRequest, remember } = answers;
+  const { emit, log, refusals, answerExisting, storeFailure, bounded, claimRequest, remember } = answers;
 
   async function runLease<T>(
     request: IdempotentRequest,
@@ -52,7 +52,7 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
     } catch (error) {
       // A claim that lands after its request was answered would keep the key from the retry until its lease ends.
       void claiming.then((late) => late.status === "claimed" && store.release(claim.id, late.fence)).catch(() => {});
-      throw storeFailure(request, error);
+      throw storeFailure(request, error, (options) => refusals.lease([CallPhase.CLAIMING, "failed"], options));
     }
     if (claimed.status === "exists") return answerExisting(request, claimed.record, claim.now);
     const { fence } = claimed;
@@ -92,12 +92,7 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
       }
       const retryAfterMs = busyRetryAfterMs;
       emit(IdempotencyEventType.TIMED_OUT, request, { retryAfterMs });
-      const answer = new IdempotencyError(
-        IdempotencyErrorCode.IN_PROGRESS,
-        `The request ran longer than ${procedureTimeoutMs} ms and may still be under way; retry with the same ` +
-          "Idempotency-Key for its answer.",
-        { retryAfterMs },
-      );
+      const answer = refusals.lease([CallPhase.WORKING, "timedOut"], { retryAfterMs });
       // It counts as running until it settles, or until its lease ends (its hold past maxHoldMs, or taken over):
       // a hung call is let go then, like a crashed one, and a retry may take the key over.
       answeredBeforeSettled(answer, Promise.race([settling, aborted(lease.signal)]));
@@ -108,7 +103,10 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
     return settleLease(request, fence, lease, outcome);
   }
 
-  /** Stores or releases what a lease-mode call's work came to, once it settled. */
+  /**
+   * Stores or releases what a lease-mode call's work came to, once it settled. Its work ran: a failure to answer
+   * (`UnstorableAnswer`) keeps a refusal for the key in the answer's place, and this call is answered it too.
+   */
   async function settleLease<T>(
     request: IdempotentRequest,
     fence: number,
@@ -116,20 +114,35 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
     outcome: { settlement: Settlement<T> } | { error: unknown },
   ): Promise<RunResult<T>> {
     if ("error" in outcome) {
-      await release(request, fence, lease, outcome.error);
-      throw outcome.error;
+      const { error } = outcome;
+      if (!(error instanceof UnstorableAnswer)) {
+        await release(request, fence, lease, error);
+        throw error;
+      }
+      const response = keptInstead(request, error.error, log);
+      await record(request, fence, lease, response, IdempotencyEventType.RAN_WITHOUT_ANSWER);
+      throw keptRefusal();
     }
-    const { settlement } = outcome;
-    const { response } = settlement;
-    if (response === undefined) {
-      await release(request, fence, lease, undefined);
-      return { replayed: false, value: settlement.value };
-    }
+    const { value, response } = outcome.settlement;
+    if (response === undefined) await release(request, fence, lease, undefined);
+    else await record(request, fence, lease, response, IdempotencyEventType.EXECUTED);
+    return { replayed: false, value };
+  }
+
+  /**
+   * Stores the answer of a call whose work ran. The lease is kept, and renewed, until it is stored, so that no
+   * retry can run the work again meanwhile (one is told IN_PROGRESS, and replays once the answer is in). `ran` is
+   * what is reported once it is stored.
+   */
+  async function record(
+    request: IdempotentRequest,
+    fence: number,
+    lease: LeaseKeeper,
+    response: StoredResponse,
+    ran: IdempotencyEventType,
+  ): Promise<void> {
     const expiresAt = now() + ttlMs;
-    // The work ran: the lease is kept, and renewed, until its answer is stored, so that no retry can run it again
-    // meanwhile (one is told IN_PROGRESS, and replays once the answer is in).
-    const result: RunResult<T> = { replayed: false, value: settlement.value };
-    const completion = { request, fence, response, expiresAt, ran: ranType(result) };
+    const completion = { request, fence, response, expiresAt, ran };
     let stored: boolean;
     try {
       stored = await completeSoon(completion);
@@ -141,29 +154,17 @@ export function leaseRun<Tx>(settings: EngineSettings<Tx>, answers: Answers) {
         console.error("idemkit: waitUntil threw; the call's answer is still being stored in the background.", thrown);
       }
       emit(IdempotencyEventType.RAN_UNRECORDED, request, { error });
-      const answer = new IdempotencyError(
-        IdempotencyErrorCode.RAN_UNRECORDED,
-        "The request ran, but its answer could not be recorded yet. It may have gone through: check what became " +
-          "of it with the same Idempotency-Key before sending it again, as a resend after its lease may run it again.",
-        { cause: error },
-      );
+      const answer = refusals.lease([CallPhase.RECORDING, "failed"], { cause: error });
       answeredBeforeSettled(answer, finishing);
       throw answer;
     }
     lease.stop();
-    if (!stored) return lost(request);
+    if (!stored) {
+      emit(IdempotencyEventType.LEASE_LOST, request);
+      throw refusals.lease([CallPhase.RECORDING, "lost"], { retryAfterMs: 0 });
+    }
     remember(request, fence, response, expiresAt);
-    emit(completion.ran, request);
-    return result;
-  }
-
-  function lost(request: IdempotentRequest): never {
-    emit(IdempotencyEventType.LEASE_LOST, request);
-    throw new IdempotencyError(
-      IdempotencyErrorCode.LEASE_LOST,
-      "This request ran past its lease and another took over; its result was discarded. Retry to get the stored one.",
-      { retryAfterMs: 0 },
-    );
+    emit(ran, request);
   }
 
   /** A completed lease-mode call's answer, with where it goes: stored under the call's fence. */

@@ -54,11 +54,6 @@ export class Patience {
   }
 }
 
-/** What a request is told when it was not handed a database connection within its wait. */
-export function noConnectionMessage(waitMs: number): string {
-  return `No database connection was free within ${waitMs} ms, so the request was not run; retry later.`;
-}
-
 /** Pauses between polls of a key held elsewhere: short at first (most calls end soon), then steady. */
 export const FIRST_POLL_MS = 10;
 export const MAX_POLL_MS = 100;
