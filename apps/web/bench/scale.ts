@@ -21,8 +21,8 @@
  */
 import { Agent } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import { nextStep, Resend } from "@idemkit/core";
 import { nextRetryDelayMs } from "@idemkit/core/client";
-import { isRetryableAnswer } from "@idemkit/core/internal";
 import { createDatabase, startPostgres } from "@idemkit/testkit";
 import postgres from "postgres";
 import { openDatabase } from "../src/server/database";
@@ -118,7 +118,7 @@ async function sendRetrying(action: Action, url: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     const { status, replayed, retryAfterMs } = await send(action, url);
     const seen = { status: status === "none" ? undefined : status, retryAfter: retryAfterMs !== undefined, replayed };
-    if (!isRetryableAnswer(seen)) return;
+    if (nextStep(seen).resend !== Resend.RETRY) return;
     const delayMs = nextRetryDelayMs({ attempt, startedAtMs, nowMs: performance.now(), retryAfterMs });
     if (delayMs === undefined) return;
     await sleep(delayMs);

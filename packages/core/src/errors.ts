@@ -107,11 +107,6 @@ export function resendOf(code: IdempotencyErrorCode): Resend {
   return RESEND[code];
 }
 
-/** Whether a client may resend the same request with the same key after this code. */
-export function isRetryableCode(code: IdempotencyErrorCode): boolean {
-  return resendOf(code) === Resend.RETRY;
-}
-
 const BRAND = Symbol.for("idemkit.IdempotencyError");
 
 /** What an `IdempotencyError` carries besides its code and message: the cause, and when to come back. */

@@ -31,7 +31,7 @@ import { fingerprint, fingerprintAsync } from "./fingerprint.js";
 import { httpStatusOf, refusalHeaders } from "./http-status.js";
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./key.js";
 import { checkedNumber, isLimited } from "./numeric-options.js";
-import { isStoredStatus } from "./outcome.js";
+import { isStoredStatus } from "./resend.js";
 import type { DefaultModeOf, IdempotencyStore, ModeTransaction } from "./store.js";
 
 /** What the handler gets for one protected request, beside the request itself. */

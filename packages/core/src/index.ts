@@ -38,7 +38,6 @@ export {
   IdempotencyErrorCode,
   isIdempotencyError,
   isProcedureTransactionError,
-  isRetryableCode,
   ProcedureTransactionError,
   Resend,
   resendOf,
@@ -52,6 +51,8 @@ export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH, par
 export { memoryStore } from "./memory-store.js";
 export type { ErrorSummary } from "./observing.js";
 export type { IdempotencyOutcomeAnswer } from "./outcome.js";
+export type { AnswerSeen, NextStep } from "./resend.js";
+export { nextStep, nextStepAfterRefusal } from "./resend.js";
 export type { RetryPolicy } from "./retry.js";
 export type {
   AtomicCapability,

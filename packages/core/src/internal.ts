@@ -21,8 +21,9 @@ export {
 } from "./observing.js";
 export type { OnceLog } from "./operator-detail.js";
 export { onceLog } from "./operator-detail.js";
-export type { AnswerSeen, LookupOptions, RecordOutcome } from "./outcome.js";
-export { isRetryableAnswer, isStoredStatus, lookUpOutcome } from "./outcome.js";
+export type { LookupOptions, RecordOutcome } from "./outcome.js";
+export { lookUpOutcome } from "./outcome.js";
 export { MAX_PLAIN_JSON_DEPTH, type NotPlainJson, notPlainJson, type PlainJsonOptions } from "./plain-json.js";
+export { isStoredStatus } from "./resend.js";
 export { sha256Hex } from "./sha256.js";
 export { DEFAULT_WAIT_MS } from "./store.js";

@@ -1,71 +1,16 @@
 /**
- * The one classification of a protected call's answers, read on both sides of the wire: the server decides by it
- * whether an answer is stored (and replayed to every retry with the key) or released (the next retry runs the
- * call again), and the clients whether to send the same request again with the same key.
- *
- * | answer                                   | server                      | client, same key            |
- * |------------------------------------------|-----------------------------|-----------------------------|
- * | 2xx                                      | stored                      | done                        |
- * | 408, 429, 499 (try again later)          | released                    | retries                     |
- * | 409 with Retry-After (still running)     | (refusal, nothing ran)      | retries after it            |
- * | 409, 412 from the procedure              | released: state may change  | gives up; a new press runs  |
- * | any other 4xx                            | stored                      | gives up                    |
- * | 5xx                                      | released (stored with       | retries                     |
- * |                                          | `storeServerErrors`)        |                             |
- * | no answer (network failure)              | -                           | retries                     |
- * | any answer marked `Idempotent-Replayed`  | -                           | gives up: it never changes  |
- * | idemkit's refusal, `Idempotent-Resend`   | -                           | as it says: `retry` retries |
- * |                                          |                             | (unless replayed); `check`  |
- * |                                          |                             | and `never` give up         |
- *
- * `Idempotent-Resend` is the server's own word on its refusal (`resendOf`), so it decides over the status: a kept
- * refusal's 500 is never retried, with or without the app's error formatter. A procedure's own 409 is a business conflict: retrying it blindly would re-run it with the same outcome, so only
- * a 409 that says when to come back (idemkit's IN_PROGRESS and LEASE_LOST) is retried.
+ * What became of one action, as a lookup answers it from the store: the shape every adapter's lookup answers with,
+ * and the read behind it, bounded and counted as a call is.
  */
 
 import { within } from "./deadline.js";
 import { isSealedBody, sealedWithoutKeys } from "./encrypted-store.js";
 import { type CallLimits, limitsOf } from "./engine/limits.js";
-import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError, Resend } from "./errors.js";
+import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
 import { checkIdentity } from "./key.js";
 import { withoutOperatorDetail } from "./operator-detail.js";
 import { type IdempotencyStore, type RecordId, RecordState, type StoredResponse } from "./store.js";
 import { keptRefusalOf } from "./stored-refusal.js";
-
-/** 4xx answers that say "not now" rather than "never": storing them would replay a passing state for the whole TTL. */
-const RELEASED_CLIENT_STATUSES: ReadonlySet<number> = new Set([408, 409, 412, 429, 499]);
-/** 4xx answers worth sending again with the same key, as they are. */
-const RETRYABLE_CLIENT_STATUSES: ReadonlySet<number> = new Set([408, 429, 499]);
-
-/** Whether the server stores an answer with this status, to replay it to every retry with the key. */
-export function isStoredStatus(
-  status: number,
-  { storeServerErrors = false }: { storeServerErrors?: boolean } = {},
-): boolean {
-  if (status >= 500) return storeServerErrors;
-  return !RELEASED_CLIENT_STATUSES.has(status);
-}
-
-/** What a client knows of an answer when it decides whether to retry. */
-export interface AnswerSeen {
-  /** The HTTP status, or undefined when no answer arrived (a network failure). */
-  status: number | undefined;
-  /** Whether the answer carried `Retry-After`. */
-  retryAfter?: boolean;
-  /** Whether the answer was a replay (`Idempotent-Replayed: true`). */
-  replayed?: boolean;
-  /** The answer's `Idempotent-Resend`, when it carried one: idemkit's own refusals do. */
-  resend?: string | null | undefined;
-}
-
-/** Whether sending the same request again with the same key can end differently. */
-export function isRetryableAnswer({ status, retryAfter = false, replayed = false, resend }: AnswerSeen): boolean {
-  if (replayed) return false;
-  if (resend !== undefined && resend !== null) return resend === Resend.RETRY;
-  if (status === undefined || status >= 500) return true;
-  if (status === 409) return retryAfter;
-  return RETRYABLE_CLIENT_STATUSES.has(status);
-}
 
 /**
  * What became of one action (a procedure and a key), as the outcome lookup answers it: the server's

@@ -3,7 +3,7 @@
  * form fields, the refusal a form shows, and the lookup's answer. Nothing here may import server code: the client
  * bundle takes this file.
  */
-import type { IdempotencyErrorCode } from "@idemkit/core";
+import { type IdempotencyErrorCode, nextStep, nextStepAfterRefusal } from "@idemkit/core";
 import { createElement, type ReactElement } from "react";
 
 /** The name of the form field that carries the action's Idempotency-Key. */
@@ -86,13 +86,15 @@ export interface SubmittedAction {
 }
 
 /**
- * Whether a refusal keeps its submission, for the form's next press to be the same action: one that can still
- * succeed (`retryable`), and one whose action ran, which under a new key would run again: its answer not recorded
- * (`RAN_UNRECORDED`: the next press checks), or not storable (`RAN_WITHOUT_ANSWER`: the next press gets the same
- * refusal). The server carries the submission in such a refusal, and the client hook keeps its key.
+ * Whether a refusal keeps its submission, for the form's next press to be the same action: core's one resend rule
+ * (`nextStep`) on the refusal's code, whose next press keeps the key while the action may have run, may still run,
+ * or nothing is kept for it. The server carries the submission in such a refusal, and the client hook keeps its key.
+ * Of the form's own codes, an answer that never arrived keeps it; a check that found nothing recorded starts anew.
  */
-export function keepsSubmission({ code, retryable }: { code: ActionRefusalCode; retryable: boolean }): boolean {
-  return retryable || code === "RAN_UNRECORDED" || code === "RAN_WITHOUT_ANSWER";
+export function keepsSubmission({ code }: { code: ActionRefusalCode }): boolean {
+  if (code === "UNREACHABLE") return nextStep({ status: undefined }).keepKey;
+  if (code === "NOTHING_RECORDED") return false;
+  return nextStepAfterRefusal(code).keepKey;
 }
 
 /** Whether an action's value is a refusal: `if (isActionRefusal(state)) show(state.idempotencyError.message)`. */

@@ -493,7 +493,8 @@ describe("idempotentAction's edges", () => {
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
       const key = newKey();
-      // Atomic mode: what ran is rolled back and nothing is kept, so the form says so and starts a new action.
+      // Atomic mode: what ran is rolled back and nothing is kept, so the form says so. Nothing is kept for its key
+      // either, so the submission is kept (the resend rule's 5xx): the press it asks for runs it anew, once.
       const answer = await plain(submission(key, { item: "tea" }));
       expect(answer).toEqual({
         idempotencyError: {
@@ -503,8 +504,13 @@ describe("idempotentAction's edges", () => {
           retryable: false,
           retryAfterMs: undefined,
         },
+        submitted: { key, fields: [] },
       });
       expect(runs).toBe(1);
+      expect(await plain(submission(key, { item: "tea" }))).toMatchObject({
+        idempotencyError: { code: "ROLLED_BACK" },
+      });
+      expect(runs).toBe(2);
       expect(String(logged.mock.calls[0]?.[0])).toMatch(/not plain JSON/);
     } finally {
       logged.mockRestore();

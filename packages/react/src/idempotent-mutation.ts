@@ -8,6 +8,7 @@
  * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, offline. What the lookup
  * says of an action is `outcome-reconciliation.ts`; the result's shape, `action-result.ts`.
  */
+import { Resend } from "@idemkit/core";
 import {
   type Action,
   actionFingerprint,
@@ -19,7 +20,7 @@ import {
   type OutcomeLookup,
   press,
 } from "@idemkit/core/client";
-import { type IdempotencyProgress, idempotencyContext, isStoredRefusal, mayHaveRun } from "@idemkit/trpc/client";
+import { type IdempotencyProgress, idempotencyContext, nextStepAfter } from "@idemkit/trpc/client";
 import {
   type MutateOptions,
   type MutationFunctionContext,
@@ -244,16 +245,18 @@ export function useIdempotentMutationOf<TInput, TOutput, TError>(
           return value;
         },
         (error: unknown) => {
+          // Decided here, by the resend rule on the server's answer, and not on what the app's own callbacks may
+          // throw later.
+          const next = nextStepAfter(error);
           // Refused for good by the server (a stored 4xx, or a replayed 5xx it stored): pressing again is a new
-          // attempt, not its replay. Decided here, on the server's answer, and not on what the app's own callbacks
-          // may throw later.
-          if (isStoredRefusal(error) && action.current?.key === own.action.key) {
+          // attempt, not its replay.
+          if (!next.keepKey && action.current?.key === own.action.key) {
             action.current = { ...own.action, refused: true };
             store.write(action.current);
           }
           // The action may have run and its answer is not known (the link gave up without one it could trust, or
           // the server said it ran unrecorded): ask, never send it again by itself.
-          if (mayHaveRun(error) && action.current?.key === own.action.key) {
+          if (next.resend !== Resend.NEVER && action.current?.key === own.action.key) {
             const asked = own.action;
             own.promise.then(undefined, () => reconcile(asked));
           }

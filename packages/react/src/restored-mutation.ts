@@ -3,8 +3,9 @@
  * `idempotentMutationDefaults`): found by the key it carries, shown as the hook's own until the user starts another
  * action, and its answer counted as the hook's own would be.
  */
+import { Resend } from "@idemkit/core";
 import type { Action, ActionStore } from "@idemkit/core/client";
-import { isStoredRefusal, mayHaveRun } from "@idemkit/trpc/client";
+import { nextStepAfter } from "@idemkit/trpc/client";
 import { type QueryClient, useMutationState } from "@tanstack/react-query";
 import { type RefObject, useCallback, useEffect } from "react";
 import { carriedKey } from "./mutation-key-context.js";
@@ -59,10 +60,11 @@ export function useRestoredMutation({
   useEffect(() => {
     const current = action.current;
     if (!restoredError || !current || current.key !== key) return;
-    if (isStoredRefusal(restoredError)) {
+    const next = nextStepAfter(restoredError);
+    if (!next.keepKey) {
       action.current = { ...current, refused: true };
       store.write(action.current);
-    } else if (mayHaveRun(restoredError)) {
+    } else if (next.resend !== Resend.NEVER) {
       reconcile(current);
     }
   }, [restoredError, key, store, reconcile, action]);

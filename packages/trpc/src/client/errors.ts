@@ -2,8 +2,14 @@
  * How the client reads a failed mutation: retry with the same key, or give up. The answer comes from the error's
  * `data.idempotency` (set by the server's `idempotencyErrorData`) or the HTTP status, never from its message.
  */
-import { IDEMPOTENT_REPLAYED_HEADER, IDEMPOTENT_RESEND_HEADER, Resend, resendOf } from "@idemkit/core";
-import { isRetryableAnswer, isStoredStatus } from "@idemkit/core/internal";
+import {
+  IDEMPOTENT_REPLAYED_HEADER,
+  IDEMPOTENT_RESEND_HEADER,
+  type NextStep,
+  nextStep,
+  Resend,
+  resendOf,
+} from "@idemkit/core";
 import type { TRPCClientError } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import type { IdempotencyErrorData } from "../errors.js";
@@ -44,24 +50,30 @@ export function statusOf(error: unknown): number | undefined {
 }
 
 /**
- * True when sending the same mutation again with the same key can succeed (the server was unreachable, busy,
- * or still running the first request); false when it would fail the same way (a 400, a 422 for a key reused
- * with another input, the procedure's own conflict, any replayed answer). Core's one classification
- * (`isRetryableAnswer`) decides, from the server's own verdict in `data.idempotency` when the app's formatter
- * adds it, else from the response. Errors that are not tRPC client errors (a bug in the caller) are terminal.
+ * What the client does next after a failed mutation, by core's one resend rule (`nextStep`): from the server's own
+ * word on its refusal (`Idempotent-Resend`, or `data.idempotency.resend` when the app's formatter adds it), else
+ * from the response. An error that is not a tRPC client error (thrown by the app's own code) says nothing of the
+ * action: it is never resent by itself, and its key is kept.
  */
-export function isRetryableError(error: unknown): boolean {
-  if (!isClientError(error)) return false;
+export function nextStepAfter(error: unknown): NextStep {
+  if (!isClientError(error)) return { resend: Resend.NEVER, keepKey: true };
   const headers = responseOf(error)?.headers;
-  const replayed = isReplayed(error);
-  const verdict = idempotencyDataOf(error)?.retryable;
-  if (typeof verdict === "boolean" && !replayed) return verdict;
-  return isRetryableAnswer({
+  const data = idempotencyDataOf(error);
+  return nextStep({
     status: statusOf(error),
     retryAfter: headers?.get("retry-after") != null,
-    replayed,
-    resend: headers?.get(IDEMPOTENT_RESEND_HEADER),
+    replayed: isReplayed(error),
+    resend: headers?.get(IDEMPOTENT_RESEND_HEADER) ?? data?.resend ?? (data?.code && resendOf(data.code)),
   });
+}
+
+/**
+ * True when sending the same mutation again with the same key can succeed (the server was unreachable, busy,
+ * or still running the first request); false when it would fail the same way (a 400, a 422 for a key reused
+ * with another input, the procedure's own conflict, any replayed answer).
+ */
+export function isRetryableError(error: unknown): boolean {
+  return nextStepAfter(error).resend === Resend.RETRY;
 }
 
 /**
@@ -70,10 +82,7 @@ export function isRetryableError(error: unknown): boolean {
  * whose answer was not recorded (`Idempotent-Resend: check`), which the client must not send again by itself.
  */
 export function mayHaveRun(error: unknown): boolean {
-  if (!isClientError(error)) return false;
-  const code = idempotencyDataOf(error)?.code;
-  const resend = responseOf(error)?.headers?.get(IDEMPOTENT_RESEND_HEADER) ?? (code && resendOf(code));
-  return resend === Resend.CHECK || isRetryableError(error);
+  return nextStepAfter(error).resend !== Resend.NEVER;
 }
 
 /**
@@ -85,10 +94,7 @@ export function mayHaveRun(error: unknown): boolean {
  * the app's own callback): there the key may still have run, or may still succeed, and must be kept.
  */
 export function isStoredRefusal(error: unknown): boolean {
-  if (!isClientError(error)) return false;
-  const status = statusOf(error);
-  if (status === undefined || status < 400) return false;
-  return isReplayed(error) || (status < 500 && isStoredStatus(status));
+  return !nextStepAfter(error).keepKey;
 }
 
 function isReplayed(error: TRPCClientError<AnyTRPCRouter>): boolean {

@@ -4,7 +4,7 @@
  * @module @idemkit/trpc/client
  */
 export type { LinkClock } from "./clock.js";
-export { isRetryableError, isStoredRefusal, mayHaveRun } from "./errors.js";
+export { isRetryableError, isStoredRefusal, mayHaveRun, nextStepAfter } from "./errors.js";
 export { idempotencyHeaders, KeyedBatchError } from "./headers.js";
 export type { IdempotencyLinkOptions } from "./link.js";
 export { idempotencyLink } from "./link.js";
