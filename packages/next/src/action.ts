@@ -37,27 +37,12 @@ import {
   type ModeOptions,
   type ModeTransaction,
   parseIdempotencyKey,
-  Resend,
   type Settlement,
 } from "@idemkit/core";
-import {
-  checkedScope,
-  idempotencyContextOf,
-  lookUpOutcome,
-  notPlainJson,
-  type OnceLog,
-  onceLog,
-} from "@idemkit/core/internal";
+import { checkedScope, idempotencyContextOf, lookUpOutcome, notPlainJson, onceLog } from "@idemkit/core/internal";
 import { isControlFlow, replayControlFlow, type StoredControlFlow, storedControlFlow } from "./control-flow.js";
-import {
-  type ActionRefusal,
-  comparedFields,
-  IDEMPOTENCY_KEY_FIELD,
-  keepsSubmission,
-  LOOKUP_CHECK,
-  LOOKUP_FIELD,
-  type LookupPending,
-} from "./form-contract.js";
+import { type ActionRefusal, comparedFields, IDEMPOTENCY_KEY_FIELD, LOOKUP_FIELD } from "./form-contract.js";
+import { type FormMessages, formRefusals } from "./form-refusal.js";
 
 /**
  * What the action gets for one submission, before its own arguments: in atomic mode its `tx` commits with the
@@ -102,6 +87,11 @@ export interface ActionCommonOptions<TStore extends IdempotencyStore<unknown>, T
    * code, a one-time code) is never among them: its field is left for the user to type again. Default: none.
    */
   renderBack?: readonly string[];
+  /**
+   * What the form tells its user of a refusal, in the app's own words or its users' language: a message per code,
+   * or a function answering for a code within the request. Codes left out keep idemkit's English.
+   */
+  messages?: FormMessages | undefined;
 }
 
 /**
@@ -185,13 +175,14 @@ export function idempotentAction<
     transformer = JSON_TRANSFORMER,
     stores = () => true,
     renderBack = [],
+    messages,
     ...engineOptions
   } = options;
-  const shownAgain = renderedBack(renderBack);
   const now = engineOptions.now ?? Date.now;
   const engine = createIdempotencyEngine<unknown>(engineOptions as IdempotencyEngineOptions<unknown>);
   // What the developer must fix in this action's form, said once.
   const log = onceLog();
+  const refusals = formRefusals({ messages, log, shownAgain: renderedBack(renderBack) });
 
   const protectedAction = async (...args: TArgs): Promise<TResult | ActionRefusal> => {
     let ending: Ending<TResult> | undefined;
@@ -225,7 +216,7 @@ export function idempotentAction<
       if (run.replayed) return replayOf(JSON.parse(run.response.body) as StoredAction, transformer) as TResult;
     } catch (error) {
       if (!isIdempotencyError(error)) throw error;
-      return refusalOf(error, form, log, shownAgain);
+      return refusals.refusalOf(error, form);
     }
     if (ending && "thrown" in ending) throw ending.thrown;
     return (ending as { value: TResult }).value;
@@ -237,19 +228,9 @@ export function idempotentAction<
   async function lookUp(id: { scope: string; path: string; key: string }, form: FormData): Promise<unknown> {
     const { store, limits, storeTimeoutMs, busyRetryAfterMs } = options;
     const outcome = await lookUpOutcome(store, id, { now, limits, storeTimeoutMs, busyRetryAfterMs });
-    if (outcome.state === "refused") return refusalOf(outcome.refusal, form, log, shownAgain);
+    if (outcome.state === "refused") return refusals.refusalOf(outcome.refusal, form);
     if (outcome.state === "stored") return replayOf(JSON.parse(outcome.response.body) as StoredAction, transformer);
-    const running = outcome.state === "running";
-    return {
-      idempotencyOutcome: outcome.state,
-      idempotencyError: {
-        code: running ? IdempotencyErrorCode.IN_PROGRESS : "NOTHING_RECORDED",
-        message: CHECK_MESSAGES[outcome.state],
-        retryable: running,
-        retryAfterMs: undefined,
-      },
-      ...(running && { submitted: { key: id.key, fields: textFieldsOf(form, shownAgain), check: true } }),
-    } satisfies LookupPending;
+    return refusals.pending(outcome.state, id.key, form);
   }
   return protectedAction as IdempotentAction<TArgs, TResult>;
 }
@@ -291,100 +272,4 @@ function fieldsFingerprint(form: FormData): Promise<string> {
 function replayOf(answer: StoredAction, transformer: ActionTransformer): unknown {
   if ("ended" in answer) return replayControlFlow(answer.ended);
   return answer.value === undefined ? undefined : transformer.deserialize(answer.value);
-}
-
-/**
- * What a form's user is told, by code: the engine's messages speak of requests, headers and stores, and some are
- * the developer's to read (a missing key field), never a shopper's. Every code has one, so a new one cannot reach a
- * form unworded; so do a check's own answers (`CHECK_MESSAGES`).
- */
-const FORM_MESSAGES: Record<IdempotencyErrorCode, string> = {
-  [IdempotencyErrorCode.KEY_MISSING]:
-    "This form could not be sent as it was, and nothing was done. Reload the page and try again.",
-  [IdempotencyErrorCode.KEY_INVALID]:
-    "This form could not be sent as it was, and nothing was done. Reload the page and try again.",
-  [IdempotencyErrorCode.KEY_SHARED_IN_BATCH]:
-    "This form could not be sent as it was, and nothing was done. Reload the page and try again.",
-  [IdempotencyErrorCode.FINGERPRINT_MISMATCH]:
-    "This form was already sent with other values. Reload the page to send it again with these.",
-  [IdempotencyErrorCode.IN_PROGRESS]:
-    "This form is still being sent. Send it again in a moment: it will not be done twice.",
-  [IdempotencyErrorCode.STORE_UNAVAILABLE]:
-    "This could not be saved just now, and nothing was done. Send the form again.",
-  [IdempotencyErrorCode.OUTCOME_UNKNOWN]:
-    "We could not confirm whether this went through. Send the form again to check: it will not be done twice.",
-  [IdempotencyErrorCode.STORE_MISCONFIGURED]:
-    "This cannot be done just now, and nothing was done. Please try again later.",
-  [IdempotencyErrorCode.LEASE_LOST]:
-    "This is taking longer than usual. Send the form again in a moment to see how it ended.",
-  [IdempotencyErrorCode.RAN_UNRECORDED]:
-    "This was received and may have gone through, but it could not be confirmed just now. Press the button again " +
-    "in a moment to check how it ended: that only checks, and sends nothing twice.",
-  [IdempotencyErrorCode.RAN_WITHOUT_ANSWER]:
-    "This went through, but its result cannot be shown. Sending it again will not do it twice: check whether it " +
-    "was done before starting a new one.",
-  [IdempotencyErrorCode.ROLLED_BACK]:
-    "This could not be completed, and nothing was done. You can try again; if it keeps happening, please tell us.",
-  [IdempotencyErrorCode.BODY_TOO_LARGE]: "This form is too large to send, and nothing was done.",
-  [IdempotencyErrorCode.BODY_INVALID]:
-    "This form could not be read, and nothing was done. Reload the page and try again.",
-  [IdempotencyErrorCode.BODY_TIMEOUT]: "This form took too long to arrive, and nothing was done. Send it again.",
-  [IdempotencyErrorCode.RATE_LIMITED]: "Too many submissions just now, and nothing was done. Try again in a moment.",
-};
-
-/**
- * What a check (a lookup the form sent after RAN_UNRECORDED) says when nothing is stored for its key yet, or when it
- * could not be answered just now.
- */
-const CHECK_MESSAGES = {
-  running: "This is still being confirmed. Press the button again in a moment to check how it ended.",
-  again: "We could not check how this ended just now. Press the button again in a moment to check again.",
-  unknown:
-    "Nothing was recorded for this, so it may or may not have gone through. Check before sending it again: " +
-    "pressing the button now starts a new one.",
-} as const;
-
-/** Refusals whose reason is the developer's to fix, and not said elsewhere: logged once for them. */
-const DEVELOPER_CODES: ReadonlySet<IdempotencyErrorCode> = new Set([
-  IdempotencyErrorCode.KEY_MISSING,
-  IdempotencyErrorCode.KEY_INVALID,
-]);
-
-/**
- * The refusal a form shows. One that asks for the same submission again keeps it, its key and the text fields the
- * action renders back, so the press it asks for is the same action (without JavaScript the page renders anew, and
- * a new key field would make it a second one).
- */
-function refusalOf(
-  error: IdempotencyError,
-  form: FormData | undefined,
-  log: OnceLog,
-  shownAgain: ReadonlySet<string>,
-): ActionRefusal {
-  if (DEVELOPER_CODES.has(error.code)) log(error.message);
-  // A check (the press after an action that ran unrecorded) that could not be answered just now asks to check
-  // again: it must never read as "nothing was done", nor make the next press a send.
-  const checkAgain = form?.get(LOOKUP_FIELD) === LOOKUP_CHECK && error.resend === Resend.RETRY;
-  const refusal: ActionRefusal = {
-    idempotencyError: {
-      code: error.code,
-      message: checkAgain ? CHECK_MESSAGES.again : FORM_MESSAGES[error.code],
-      retryable: error.retryable,
-      retryAfterMs: error.retryAfterMs,
-    },
-  };
-  const key = form?.get(IDEMPOTENCY_KEY_FIELD);
-  if (keepsSubmission(error) && typeof key === "string") {
-    refusal.submitted = { key, fields: textFieldsOf(form as FormData, shownAgain) };
-    // It ran: the press the refusal asks for must only ask what became of it, never send it again.
-    if (checkAgain || error.resend === Resend.CHECK) refusal.submitted.check = true;
-  }
-  return refusal;
-}
-
-/** The compared fields that are text and rendered back, as a form renders them. */
-function textFieldsOf(form: FormData, shownAgain: ReadonlySet<string>): Array<[string, string]> {
-  return comparedFields(form).filter(
-    (entry): entry is [string, string] => typeof entry[1] === "string" && shownAgain.has(entry[0]),
-  );
 }

@@ -18,6 +18,8 @@ import { ActionKeyField } from "../src/client/action-key-field.js";
 import { keyInput, LOOKUP_FIELD } from "../src/form-contract.js";
 import {
   type ActionRefusal,
+  type FormMessageCode,
+  type FormMessages,
   IDEMPOTENCY_KEY_FIELD,
   IdempotencyKeyField,
   idempotentAction,
@@ -523,6 +525,52 @@ describe("idempotentAction's edges", () => {
     const key = newKey();
     expect(await transformed(submission(key, { item: "tea" }))).toEqual({ at: new Date(0), note: undefined });
     expect(await transformed(submission(key, { item: "tea" }))).toEqual({ at: new Date(0) });
+  });
+
+  it("tells the form's user of a refusal in the app's own words, per code or per request, and never fails on them", async () => {
+    let runs = 0;
+    const placed = async (_idempotency: unknown, _form: FormData) => ({ orderId: ++runs });
+    const store = memoryStore();
+    const messagesOf = (messages: FormMessages | undefined) =>
+      idempotentAction("checkout.placeOrder", placed, {
+        store,
+        scope: () => "alice",
+        messages,
+      });
+    const key = newKey();
+    await messagesOf(undefined)(submission(key, { item: "tea" }));
+    const mismatchWith = async (messages: FormMessages) => {
+      const answer = await messagesOf(messages)(submission(key, { item: "coffee" }));
+      return isActionRefusal(answer) ? answer.idempotencyError : undefined;
+    };
+    // A message per code, the others left to idemkit's English.
+    expect(await mismatchWith({ FINGERPRINT_MISMATCH: "Ce formulaire a déjà été envoyé." })).toMatchObject({
+      code: "FINGERPRINT_MISMATCH",
+      message: "Ce formulaire a déjà été envoyé.",
+    });
+    // A function answers within the request (the user's language read there), and may be async.
+    let language = "de";
+    const translations: Record<string, Record<string, string>> = {
+      de: { FINGERPRINT_MISMATCH: "Dieses Formular wurde schon mit anderen Werten gesendet." },
+    };
+    const perRequest = async (code: FormMessageCode) => translations[language]?.[code];
+    expect((await mismatchWith(perRequest))?.message).toBe("Dieses Formular wurde schon mit anderen Werten gesendet.");
+    language = "en";
+    expect((await mismatchWith(perRequest))?.message).toBe(
+      "This form was already sent with other values. Reload the page to send it again with these.",
+    );
+    // Copy that throws is the app's bug to see, never a different outcome for the user.
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const failing = await mismatchWith(() => {
+        throw new Error("no catalogue");
+      });
+      expect(failing).toMatchObject({ code: "FINGERPRINT_MISMATCH", message: expect.stringMatching(/other values/) });
+      expect(String(logged.mock.calls[0]?.[0])).toMatch(/messages threw for FINGERPRINT_MISMATCH/);
+    } finally {
+      logged.mockRestore();
+    }
+    expect(runs).toBe(1);
   });
 
   it("types the protected action as useActionState calls it: the previous state may be the last refusal", () => {
