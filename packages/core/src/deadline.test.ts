@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { Deadline } from "./deadline.js";
+import { abortableDelay, Deadline } from "./deadline.js";
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -69,5 +69,42 @@ describe("Deadline", () => {
     expect(waiting.error).toBeUndefined();
     await vi.advanceTimersByTimeAsync(60_000);
     expect(waiting.error?.message).toBe("long");
+  });
+});
+
+describe("abortableDelay", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("resolves after the delay and not before", async () => {
+    vi.useFakeTimers();
+    let done = false;
+    const waiting = abortableDelay(1_000).then(() => {
+      done = true;
+    });
+    await vi.advanceTimersByTimeAsync(999);
+    expect(done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await waiting;
+    expect(done).toBe(true);
+  });
+
+  it("rejects at once with the abort reason and leaves no timer behind", async () => {
+    vi.useFakeTimers();
+    const controller = new AbortController();
+    const waiting = abortableDelay(10_000, controller.signal);
+    await vi.advanceTimersByTimeAsync(2_000);
+    const reason = new Error("user left the page");
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("does not wait at all on a signal that is already aborted", async () => {
+    vi.useFakeTimers();
+    const waiting = abortableDelay(10_000, AbortSignal.abort());
+    await expect(waiting).rejects.toMatchObject({ name: "AbortError" });
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -108,3 +108,25 @@ export function within<T>(work: Promise<T>, ms: number, error: () => Error): Pro
   deadline.arm(ms, error);
   return deadline.race(work).finally(() => deadline.clear());
 }
+
+/**
+ * Resolves after `ms`, or rejects with the signal's reason as soon as it aborts, clearing the timer: a retry
+ * wait must never outlive the operation it belongs to.
+ */
+export function abortableDelay(ms: number, signal?: AbortSignal | null): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -10,6 +10,7 @@
 
 export type { KeyStorage } from "./client/action-store.js";
 export type { OutcomeLookup } from "./client/outcome-polling.js";
+export type { RetryPolicy } from "./client/retryer.js";
 export type { IdempotencyContext } from "./context.js";
 export type { AnswerKeys } from "./encrypted-store.js";
 export { encryptedStore } from "./encrypted-store.js";
@@ -53,7 +54,6 @@ export type { ErrorSummary } from "./observing.js";
 export type { IdempotencyOutcomeAnswer } from "./outcome.js";
 export type { AnswerSeen, NextStep } from "./resend.js";
 export { nextStep, nextStepAfterRefusal } from "./resend.js";
-export type { RetryPolicy } from "./retry.js";
 export type {
   AtomicCapability,
   AtomicSession,

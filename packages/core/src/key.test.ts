@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
-import { parseIdempotencyKey } from "./key.js";
+import { newIdempotencyKey, parseIdempotencyKey } from "./key.js";
 
 function codeOf(header: string | null | undefined): string | undefined {
   try {
@@ -52,5 +52,14 @@ describe("parseIdempotencyKey", () => {
     ["ended by a line separator", "abc\u2028"],
   ])("refuses a key that is %s", (_, header) => {
     expect(codeOf(header)).toBe(IdempotencyErrorCode.KEY_INVALID);
+  });
+});
+
+describe("newIdempotencyKey", () => {
+  it("mints distinct UUID v4 keys", () => {
+    const keys = new Set(Array.from({ length: 1_000 }, newIdempotencyKey));
+    expect(keys.size).toBe(1_000);
+    for (const key of keys)
+      expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 });

@@ -7,6 +7,11 @@ import { IdempotencyError, IdempotencyErrorCode } from "./errors.js";
 import { sha256Hex } from "./sha256.js";
 import type { RecordId } from "./store.js";
 
+/** A fresh key for one user action: a random UUID v4, never a counter or a timestamp, which collide. */
+export function newIdempotencyKey(): string {
+  return globalThis.crypto.randomUUID();
+}
+
 /** The header name, in the casing the draft uses. HTTP header names are case-insensitive. */
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
 /** Set to `true` on a response that was replayed from the store instead of executed. */

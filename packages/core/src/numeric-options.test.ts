@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { retryPolicyOf } from "./client/retryer.js";
 import { createIdempotencyEngine } from "./engine.js";
 import { withIdempotency } from "./fetch.js";
 import { memoryStore } from "./memory-store.js";
-import { retryPolicyOf } from "./retry.js";
 
 const engineWith = (options: Record<string, unknown>) => () =>
   createIdempotencyEngine({ store: memoryStore(), ...options });

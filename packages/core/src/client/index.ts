@@ -5,17 +5,9 @@
  * makes no semver promise; the types an app writes against (`KeyStorage`, `OutcomeLookup`) are at `@idemkit/core`.
  */
 
+export { abortableDelay, MAX_TIMER_MS } from "../deadline.js";
+export { newIdempotencyKey } from "../key.js";
 export { checkedNumber } from "../numeric-options.js";
-export type { RetryState } from "../retry.js";
-export {
-  abortableDelay,
-  backoffDelayMs,
-  DEFAULT_RETRY_POLICY,
-  newIdempotencyKey,
-  nextRetryDelayMs,
-  parseRetryAfterMs,
-  retryPolicyOf,
-} from "../retry.js";
 export type { PressContext, PressOutcome } from "./action-policy.js";
 export { continuedAction, press } from "./action-policy.js";
 export type { Action, ActionStore, FormActionStore, KeyStorage } from "./action-store.js";
@@ -29,6 +21,15 @@ export {
 export { browserStorage } from "./browser-storage.js";
 export type { OutcomeLookup } from "./outcome-polling.js";
 export { DEFAULT_LOOKUP_MAX_RUNNING_MS, settledOutcome } from "./outcome-polling.js";
-export { type Attempted, type RetryEnd, type RetryLoopOptions, sendWithRetries } from "./retry-loop.js";
+export type { Attempted, RetryClock, RetryEnd, RetryerOptions, RetryState } from "./retryer.js";
+export {
+  backoffDelayMs,
+  DEFAULT_RETRY_POLICY,
+  nextRetryDelayMs,
+  parseRetryAfterMs,
+  REAL_CLOCK,
+  retrying,
+  retryPolicyOf,
+} from "./retryer.js";
 export type { TabIdentity } from "./tab-identity.js";
 export { knownTab, thisTab, webLocks } from "./tab-identity.js";

@@ -2,8 +2,9 @@
  * How the hook asks the app's outcome lookup what became of an action it has no answer for: again, less and less
  * often, while the action still runs, until it can no longer be running; and never past the form's life.
  */
+
+import { abortableDelay } from "../deadline.js";
 import type { IdempotencyOutcomeAnswer } from "../outcome.js";
-import { abortableDelay } from "../retry.js";
 
 /** The app's outcome lookup, as the hook calls it: `(input, { signal }) => trpcClient.idempotencyOutcome.query(input, { signal })`. */
 export type OutcomeLookup = (

@@ -3,8 +3,7 @@
  * call taken over can never store under; the work runs outside any transaction; its answer is stored under the
  * fence, or the key released. A call past `procedureTimeoutMs` is answered IN_PROGRESS while its work settles.
  */
-import { Deadline } from "../deadline.js";
-import { abortableDelay } from "../retry.js";
+import { abortableDelay, Deadline } from "../deadline.js";
 import type { ClaimResult, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
 import type { Answers, EngineSettings } from "./answers.js";

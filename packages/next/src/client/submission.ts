@@ -3,7 +3,7 @@
  * while its answer is lost or "not now", looked up after a reload, and the refusal states the hook shows itself.
  */
 import type { RetryPolicy } from "@idemkit/core";
-import { abortableDelay, DEFAULT_RETRY_POLICY, sendWithRetries, settledOutcome } from "@idemkit/core/client";
+import { DEFAULT_RETRY_POLICY, retrying, settledOutcome } from "@idemkit/core/client";
 import { unstable_isUnrecognizedActionError, unstable_rethrow } from "next/navigation.js";
 import { type ActionRefusal, isActionRefusal, isLookupPending } from "../form-contract.js";
 
@@ -21,31 +21,31 @@ export async function sentWithRetries<T>(
 ): Promise<T | ActionRefusal> {
   /** What came back last: a refusal to show as it is, or nothing (the answer was lost). */
   let last: { value: T } | { lost: unknown } | undefined;
-  const ended = await sendWithRetries<T, { value: T } | { lost: unknown }>(
-    async () => {
-      // A form that is gone sends nothing more: its next mount looks the key up.
-      if (last && signal.aborted) return { failure: last, retryable: false };
-      try {
-        const value = await send();
-        if (!isActionRefusal(value) || !value.idempotencyError.retryable) return { answer: value };
-        last = { value };
-        return { failure: last, retryable: true, retryAfterMs: value.idempotencyError.retryAfterMs ?? 0 };
-      } catch (error) {
-        if (isNavigation(error) || hasDigest(error) || unstable_isUnrecognizedActionError(error)) throw error;
-        last = { lost: error };
-        return { failure: last, retryable: true, retryAfterMs: 0 };
-      }
-    },
-    {
+  const shown = (failure: { value: T } | { lost: unknown }) => ("value" in failure ? failure.value : unreachable());
+  try {
+    const ended = await retrying<T, { value: T } | { lost: unknown }>(
+      async () => {
+        try {
+          const value = await send();
+          if (!isActionRefusal(value) || !value.idempotencyError.retryable) return { answer: value };
+          last = { value };
+          return { failure: last, retryable: true, retryAfterMs: value.idempotencyError.retryAfterMs ?? 0 };
+        } catch (error) {
+          if (isNavigation(error) || hasDigest(error) || unstable_isUnrecognizedActionError(error)) throw error;
+          last = { lost: error };
+          return { failure: last, retryable: true, retryAfterMs: 0, lost: true };
+        }
+      },
       // Without a policy, a submission is sent once.
-      policy: policy ?? { ...DEFAULT_RETRY_POLICY, maxAttempts: 1 },
-      signal,
-      now: Date.now,
-      sleep: (ms, aborting) => abortableDelay(ms, aborting).catch(() => {}),
-    },
-  );
-  if ("answer" in ended) return ended.answer;
-  return "value" in ended.failure ? ended.failure.value : unreachable();
+      { policy: policy ?? { ...DEFAULT_RETRY_POLICY, maxAttempts: 1 }, signal },
+    );
+    return "answer" in ended ? ended.answer : shown(ended.failure);
+  } catch (error) {
+    // The form went while its submission waited to be sent again: what came back last stands, and nothing more is
+    // sent (its next mount looks the key up).
+    if (signal.aborted && last) return shown(last);
+    throw error;
+  }
 }
 
 function hasDigest(error: unknown): boolean {

@@ -3,7 +3,6 @@
  *
  * @module @idemkit/trpc/client
  */
-export type { LinkClock } from "./clock.js";
 export { isRetryableError, isStoredRefusal, mayHaveRun, nextStepAfter } from "./errors.js";
 export { idempotencyHeaders, KeyedBatchError } from "./headers.js";
 export type { IdempotencyLinkOptions } from "./link.js";
@@ -13,5 +12,6 @@ export type {
   IdempotencyOutcome,
   IdempotencyProgress,
   IdempotencyRetryLinkOptions,
+  LinkClock,
 } from "./retry-link.js";
 export { idempotencyContext, idempotencyRetryLink } from "./retry-link.js";

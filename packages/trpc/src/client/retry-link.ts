@@ -10,17 +10,21 @@ import type { RetryPolicy } from "@idemkit/core";
 import { parseIdempotencyKey } from "@idemkit/core";
 import {
   checkedNumber,
+  MAX_TIMER_MS,
   newIdempotencyKey,
   parseRetryAfterMs,
+  REAL_CLOCK,
+  type RetryClock,
+  retrying,
   retryPolicyOf,
-  sendWithRetries,
 } from "@idemkit/core/client";
 import { type Operation, type OperationResultEnvelope, TRPCClientError, type TRPCLink } from "@trpc/client";
 import type { AnyTRPCRouter } from "@trpc/server";
 import { observable } from "@trpc/server/observable";
-import { type LinkClock, MAX_TIMER_MS, REAL_CLOCK } from "./clock.js";
 import { idempotencyDataOf, isReplayedAnswer, isRetryableError, responseOf, statusOf } from "./errors.js";
-import { isOffline, whenOnline } from "./online.js";
+
+/** Time as the link sees it: the real clock, or one a test moves itself (`clock`). */
+export type LinkClock = RetryClock;
 
 /** What the link reports about one mutation while it runs, for a form to show ("retrying in 2 s"). */
 export type IdempotencyProgress =
@@ -232,7 +236,7 @@ async function mutateWithRetries(
 ): Promise<Envelope> {
   const key = call.key === undefined ? newIdempotencyKey() : parseIdempotencyKey(call.key, path);
   const report = reportingSafely(call.onProgress);
-  const ended = await sendWithRetries<Envelope, TRPCClientError<AnyTRPCRouter>>(
+  const ended = await retrying<Envelope, TRPCClientError<AnyTRPCRouter>>(
     async (attempt) => {
       // An operation aborted before it started (an action the user abandoned) sends nothing.
       signal.throwIfAborted();
@@ -242,20 +246,18 @@ async function mutateWithRetries(
       const sent = await send(key, attemptTimeoutMs);
       if (sent.ok) return { answer: sent.envelope };
       const { error } = sent;
-      return { failure: error, retryable: isRetryableError(error), retryAfterMs: retryAfterOf(error, clock.now()) };
+      return {
+        failure: error,
+        retryable: isRetryableError(error),
+        retryAfterMs: retryAfterOf(error, clock.now()),
+        lost: statusOf(error) === undefined,
+      };
     },
     {
       policy,
       signal,
-      now: () => clock.now(),
-      sleep: (ms, aborting) => clock.sleep(ms, aborting),
-      // Offline, the next attempt waits for the browser to be back, within what is left of the budget.
-      waitInstead(error, attempt, leftMs) {
-        if (statusOf(error) !== undefined || !isOffline() || attempt >= policy.maxAttempts) return undefined;
-        if (leftMs <= 0) return Promise.resolve(false);
-        report({ type: "offline", key, attempt });
-        return whenOnline(leftMs, clock, signal);
-      },
+      clock,
+      onOffline: (attempt) => report({ type: "offline", key, attempt }),
       onRetry(error, attempt, delayMs, nowMs) {
         report({ type: "retry", key, attempt, delayMs, retryAt: nowMs + delayMs, status: statusOf(error), error });
       },
