@@ -14,9 +14,7 @@
  * @module @idemkit/core/fetch
  */
 
-import { fromBase64, toBase64 } from "./base64.js";
 import { checkedScope, type IdempotencyContext, idempotencyContextOf } from "./context.js";
-import { MAX_TIMER_MS } from "./deadline.js";
 import type {
   AdapterOptions,
   IdempotencyEngineOptions,
@@ -27,10 +25,10 @@ import type {
 } from "./engine/types.js";
 import { createIdempotencyEngine } from "./engine.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
-import { fingerprint, fingerprintAsync } from "./fingerprint.js";
-import { httpStatusOf, refusalHeaders } from "./http-status.js";
-import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, parseIdempotencyKey } from "./key.js";
-import { checkedNumber, isLimited } from "./numeric-options.js";
+import { boundedBody, discardRest, fingerprintOf, rebuilt } from "./fetch-request.js";
+import { keptAnswerOf, refusal, replayOf, type StoredFetchBody } from "./fetch-response.js";
+import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey } from "./key.js";
+import { checkedNumber } from "./numeric-options.js";
 import { isStoredStatus } from "./resend.js";
 import type { DefaultModeOf, IdempotencyStore, ModeTransaction } from "./store.js";
 
@@ -87,25 +85,6 @@ function warnUnnamed(): void {
 /** The methods that change something: the ones protected. */
 const UNSAFE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
-/** Headers that describe an answer rather than the client it was sent to: the ones a replay carries. */
-const REPLAYED_HEADERS = [
-  "content-type",
-  "content-encoding",
-  "content-language",
-  "content-disposition",
-  "location",
-  "etag",
-  "last-modified",
-  "cache-control",
-];
-
-/** A stored answer: status is the record's, this is its body. Text is kept as text, other bytes as base64. */
-interface StoredFetchBody {
-  headers: [string, string][];
-  text?: string;
-  base64?: string;
-}
-
 /**
  * Protects `handler`: every POST, PUT, PATCH and DELETE needs an `Idempotency-Key` (other methods are answered
  * 405: mount it on the methods that change something); the first request with a key
@@ -152,9 +131,7 @@ export function withIdempotency<
         if (!isStoredStatus(answer.status, { storeServerErrors })) return { value: answer, response: undefined };
         // Its body is read after the handler ran: an answer that fails then is not the handler failing.
         return execution.answer(async (): Promise<Settlement<Response>> => {
-          const { stored, bytes } = await storedBodyOf(answer);
-          // Read to be stored, the answer goes to its own client whole: all its headers, Set-Cookie included.
-          const first = new Response(bodyless(answer.status) ? null : bytes, answer);
+          const { stored, first } = await keptAnswerOf(answer);
           return { value: first, response: { status: answer.status, body: JSON.stringify(stored) } };
         });
       });
@@ -167,29 +144,6 @@ export function withIdempotency<
       return refusal(error);
     }
   };
-}
-
-/**
- * What tells two requests with one key apart: the method, the path and query, the media type and the body. JSON
- * and other bodies are compared byte for byte; a multipart form by its fields and files, as its boundary is drawn
- * anew each time a client sends it.
- */
-async function fingerprintOf(request: Request, body: Uint8Array<ArrayBuffer>): Promise<string> {
-  const mediaType = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
-  const identity = { method: request.method, url: pathAndQuery(request.url), mediaType };
-  if (mediaType === "multipart/form-data") {
-    const form = await rebuilt(request, body)
-      .formData()
-      .catch((cause: unknown) => {
-        throw new IdempotencyError(
-          IdempotencyErrorCode.BODY_INVALID,
-          "The request's body is not the multipart form its Content-Type says; nothing ran. Send a well-formed one.",
-          { cause },
-        );
-      });
-    return fingerprintAsync({ ...identity, fields: [...form.entries()] });
-  }
-  return fingerprint({ ...identity, body: await sha256Bytes(body) });
 }
 
 /**
@@ -213,146 +167,4 @@ function missingKey(path: string): never {
     IdempotencyErrorCode.KEY_MISSING,
     `The ${IDEMPOTENCY_KEY_HEADER} header is required for ${path}: send one UUID per user action, the same on every retry.`,
   );
-}
-
-/** The request's body, read once within `maxBytes` and `timeoutMs`; refused before anything runs otherwise. */
-async function boundedBody(request: Request, maxBytes: number, timeoutMs: number): Promise<Uint8Array<ArrayBuffer>> {
-  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-  if (declared > maxBytes) throw tooLarge(maxBytes);
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    // Infinity is no limit: setTimeout would fire at once for it.
-    if (!isLimited(timeoutMs)) return;
-    timer = setTimeout(
-      () => {
-        reject(
-          new IdempotencyError(
-            IdempotencyErrorCode.BODY_TIMEOUT,
-            `The request's body did not arrive within ${timeoutMs} ms; nothing ran. Send it again with the same key.`,
-          ),
-        );
-      },
-      Math.min(timeoutMs, MAX_TIMER_MS),
-    );
-  });
-  try {
-    for (;;) {
-      const { done, value } = await Promise.race([reader.read(), timedOut]);
-      if (done) break;
-      size += value.byteLength;
-      if (size > maxBytes) {
-        await discardRest(reader);
-        throw tooLarge(maxBytes);
-      }
-      chunks.push(value);
-    }
-  } catch (error) {
-    reader.cancel().catch(() => {});
-    throw error;
-  } finally {
-    clearTimeout(timer);
-  }
-  const body = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return body;
-}
-
-/** How long the rest of a refused body is read and dropped, so that its client reads the 413 rather than a reset. */
-const DISCARD_MS = 2_000;
-
-/** Reads and drops what is left of a body, for `DISCARD_MS` at most. */
-async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const enough = new Promise<{ done: true }>((resolve) => {
-    timer = setTimeout(() => resolve({ done: true }), DISCARD_MS);
-  });
-  try {
-    for (;;) {
-      const { done } = await Promise.race([reader.read(), enough]);
-      if (done) return;
-    }
-  } catch {
-    // A body that fails while it is dropped changes nothing: it is refused all the same.
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function tooLarge(maxBytes: number): IdempotencyError {
-  return new IdempotencyError(
-    IdempotencyErrorCode.BODY_TOO_LARGE,
-    `The request's body is larger than ${maxBytes} bytes; nothing ran.`,
-  );
-}
-
-/** The request again, with the body already read, for the handler to read as usual. */
-function rebuilt(request: Request, body: Uint8Array<ArrayBuffer>): Request {
-  return new Request(request.url, {
-    method: request.method,
-    headers: request.headers,
-    ...(body.byteLength > 0 && { body }),
-    signal: request.signal,
-  });
-}
-
-function pathAndQuery(url: string): string {
-  const { pathname, search } = new URL(url);
-  return pathname + search;
-}
-
-async function sha256Bytes(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
-  const digest = new Uint8Array(await globalThis.crypto.subtle.digest("SHA-256", bytes));
-  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
-}
-
-/** What is stored of an answer (its describing headers, its body), and the body's bytes. */
-async function storedBodyOf(answer: Response): Promise<{ stored: StoredFetchBody; bytes: Uint8Array<ArrayBuffer> }> {
-  const headers = REPLAYED_HEADERS.flatMap((name): [string, string][] => {
-    const value = answer.headers.get(name);
-    return value === null ? [] : [[name, value]];
-  });
-  const bytes = new Uint8Array(await answer.arrayBuffer());
-  try {
-    return { stored: { headers, text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) }, bytes };
-  } catch {
-    return {
-      stored: { headers, base64: toBase64(bytes) },
-      bytes,
-    };
-  }
-}
-
-/** Statuses whose answers have no body (a Response refuses one). */
-function bodyless(status: number): boolean {
-  return status === 204 || status === 205 || status === 304;
-}
-
-function replayOf(status: number, stored: StoredFetchBody, replayed: boolean): Response {
-  const headers = new Headers(stored.headers);
-  if (replayed) headers.set(IDEMPOTENT_REPLAYED_HEADER, "true");
-  const body = stored.base64 !== undefined ? fromBase64(stored.base64) : stored.text;
-  return new Response(bodyless(status) ? null : body, { status, headers });
-}
-
-/** A refusal as JSON, with its headers: what a client may do (`Idempotent-Resend`), and `Retry-After`. */
-function refusal(error: IdempotencyError): Response {
-  const headers = new Headers([["content-type", "application/json"], ...refusalHeaders(error)]);
-  const body = {
-    error: {
-      code: error.code,
-      message: error.message,
-      retryable: error.retryable,
-      resend: error.resend,
-      retryAfterMs: error.retryAfterMs ?? null,
-    },
-  };
-  return new Response(JSON.stringify(body), { status: httpStatusOf(error.code), headers });
 }
