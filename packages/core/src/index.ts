@@ -14,9 +14,9 @@ export type { RetryPolicy } from "./client/retryer.js";
 export type { IdempotencyContext } from "./context.js";
 export type { AnswerKeys } from "./encrypted-store.js";
 export { encryptedStore } from "./encrypted-store.js";
+export type { CallMessage, EventMessage } from "./engine/call-outcome.js";
+export { CallOutcome } from "./engine/call-outcome.js";
 export type { CallLimits } from "./engine/limits.js";
-export type { CallMessage, EventMessage } from "./engine/telemetry.js";
-export { CallOutcome } from "./engine/telemetry.js";
 export type {
   AdapterOptions,
   AtomicModeOptions,

@@ -11,7 +11,7 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { MeterProvider, MetricReader, type ResourceMetrics } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type CallMessage, CallOutcome, type EventMessage } from "./engine/telemetry.js";
+import { type CallMessage, CallOutcome, type EventMessage } from "./engine/call-outcome.js";
 import type { IdempotencyEngineOptions, Settlement, TelemetryOptions } from "./engine/types.js";
 import { createIdempotencyEngine } from "./engine.js";
 import { memoryStore } from "./memory-store.js";
