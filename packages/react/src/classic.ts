@@ -10,12 +10,8 @@ import { getMutationKey } from "@trpc/react-query";
 import { TRPCContext } from "@trpc/react-query/shared";
 import { useContext } from "react";
 import type { IdempotentMutationResult } from "./action-result.js";
-import {
-  type BoundMutationOptions,
-  type IdempotentMutationKeyOptions,
-  type MutationBinding,
-  useIdempotentMutationOf,
-} from "./idempotent-mutation.js";
+import { useIdempotentMutationOf } from "./idempotent-mutation.js";
+import type { BoundMutationOptions, IdempotentMutationKeyOptions, MutationBinding } from "./mutation-options.js";
 
 /** A mutation procedure of `createTRPCReact`'s proxy: `api.post.create`. Its types are read from its `useMutation`. */
 export interface ClassicMutationProcedure {
@@ -73,4 +69,4 @@ export function useIdempotentMutation<TProcedure extends ClassicMutationProcedur
 }
 
 export type { IdempotentMutationState } from "./action-result.js";
-export { ActionInFlightError } from "./idempotent-mutation.js";
+export { ActionInFlightError } from "./mutation-options.js";

@@ -5,12 +5,12 @@
  */
 export type { KeyStorage, OutcomeLookup } from "@idemkit/core";
 export type { IdempotentMutationState } from "./action-result.js";
-export type { IdempotentActionOptions, IdempotentMutationKeyOptions } from "./idempotent-mutation.js";
-export { ActionInFlightError } from "./idempotent-mutation.js";
 export {
   type IdempotentMutationDefaultsOptions,
   idempotentMutationDefaults,
 } from "./mutation-defaults.js";
 export { ownOnMutateResult } from "./mutation-key-context.js";
+export type { IdempotentActionOptions, IdempotentMutationKeyOptions } from "./mutation-options.js";
+export { ActionInFlightError } from "./mutation-options.js";
 export type { UseIdempotentMutationOptions, UseIdempotentMutationResult } from "./use-idempotent-mutation.js";
 export { useIdempotentMutation } from "./use-idempotent-mutation.js";

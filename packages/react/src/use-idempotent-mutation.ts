@@ -7,12 +7,8 @@
 import type { TRPCClientErrorLike } from "@trpc/client";
 import type { DecorateMutationProcedure, ResolverDef, TRPCMutationOptions } from "@trpc/tanstack-react-query";
 import type { IdempotentMutationResult } from "./action-result.js";
-import {
-  type BoundMutationOptions,
-  type IdempotentMutationKeyOptions,
-  type MutationBinding,
-  useIdempotentMutationOf,
-} from "./idempotent-mutation.js";
+import { useIdempotentMutationOf } from "./idempotent-mutation.js";
+import type { BoundMutationOptions, IdempotentMutationKeyOptions, MutationBinding } from "./mutation-options.js";
 import { procedurePath } from "./procedure-path.js";
 
 /** The options `procedure.mutationOptions()` takes (callbacks, `meta`, `trpc`), plus {@link IdempotentMutationKeyOptions}. */
