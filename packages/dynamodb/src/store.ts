@@ -23,16 +23,7 @@ import {
   PutItemCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import {
-  type ClaimRequest,
-  type ClaimResult,
-  IdempotencyError,
-  IdempotencyErrorCode,
-  type LeaseStore,
-  type RecordId,
-  type StoredRecord,
-  type StoredResponse,
-} from "@idemkit/core";
+import type { ClaimRequest, ClaimResult, LeaseStore, RecordId, StoredRecord, StoredResponse } from "@idemkit/core";
 import { RecordState, replacement } from "@idemkit/core/store";
 import {
   bodyOfParts,
@@ -54,7 +45,7 @@ import {
   ttlOf,
 } from "./items.js";
 import { purgeExpiredItems } from "./purge.js";
-import { tableProblemOf } from "./table.js";
+import { tableRefusalOf } from "./table.js";
 
 /** What `dynamoStore` takes: a client, and the table its records go to. */
 export interface DynamoStoreOptions {
@@ -86,28 +77,6 @@ const CLAIMABLE =
   "OR (#state = :running AND #lease <= :now AND #fingerprint = :fingerprint)) " +
   "AND (attribute_not_exists(#fence) OR #fence < :fence)";
 
-/**
- * `error` as the engine should answer it: a table that is missing or keyed otherwise is its operator's to fix, not
- * DynamoDB away, so it is refused as STORE_MISCONFIGURED (a 500 that clients do not retry for nothing, its detail
- * logged once by the engine and never sent), saying what is wrong and how to make the table. Any other error as it is.
- */
-function explained(error: unknown, tableName: string): unknown {
-  const problem = tableProblemOf(error);
-  if (!problem) return error;
-  const said = `${(error as Error).name}: ${(error as Error).message}`;
-  const wrong =
-    problem === "missing"
-      ? `is not there in the client's region (${said})`
-      : `is keyed otherwise (${said}); the store needs its partition key ${PARTITION_KEY}, a string, alone`;
-  return new IdempotencyError(
-    IdempotencyErrorCode.STORE_MISCONFIGURED,
-    `dynamoStore: the DynamoDB table ${tableName} ${wrong}. Make the table as tableDefinition says (createTable for a ` +
-      "first try; CloudFormation and Terraform samples in the guide to stores), and give dynamoStore its name and the " +
-      "client its region.",
-    { cause: error },
-  );
-}
-
 /** How often a claim tries again when the item changed between its write and its read (rare: a race lost twice). */
 const CLAIM_ATTEMPTS = 5;
 
@@ -121,7 +90,7 @@ export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseSto
   /** What a request to the table came to; a table the store cannot use said as such (`explained`). */
   function sent<T>(request: Promise<T>): Promise<T> {
     return request.catch((error: unknown) => {
-      throw explained(error, tableName);
+      throw tableRefusalOf(error, tableName);
     });
   }
 

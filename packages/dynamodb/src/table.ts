@@ -2,7 +2,7 @@
  * The table the store keeps its records in: one partition key, on-demand billing, and Time to Live on the `ttl`
  * attribute, so DynamoDB deletes ended records itself. `tableDefinition` is the definition to give your
  * infrastructure tool; `createTable` makes it, for tests and scripts; `tableProblemOf` reads DynamoDB's refusal of a
- * table that is not that one.
+ * table that is not that one, and `tableRefusalOf` says it to the engine.
  */
 import {
   CreateTableCommand,
@@ -12,6 +12,7 @@ import {
   type DynamoDBClient,
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
+import { IdempotencyError, IdempotencyErrorCode } from "@idemkit/core";
 import { PARTITION_KEY, TTL_ATTRIBUTE } from "./items.js";
 
 /**
@@ -40,6 +41,28 @@ export function tableProblemOf(error: unknown): "missing" | "keyed otherwise" | 
     return "keyed otherwise";
   }
   return undefined;
+}
+
+/**
+ * `error` as the engine should answer it: a table that is missing or keyed otherwise is its operator's to fix, not
+ * DynamoDB away, so it is refused as STORE_MISCONFIGURED (a 500 that clients do not retry for nothing, its detail
+ * logged once by the engine and never sent), saying what is wrong and how to make the table. Any other error as it is.
+ */
+export function tableRefusalOf(error: unknown, tableName: string): unknown {
+  const problem = tableProblemOf(error);
+  if (!problem) return error;
+  const said = `${(error as Error).name}: ${(error as Error).message}`;
+  const wrong =
+    problem === "missing"
+      ? `is not there in the client's region (${said})`
+      : `is keyed otherwise (${said}); the store needs its partition key ${PARTITION_KEY}, a string, alone`;
+  return new IdempotencyError(
+    IdempotencyErrorCode.STORE_MISCONFIGURED,
+    `dynamoStore: the DynamoDB table ${tableName} ${wrong}. Make the table as tableDefinition says (createTable for a ` +
+      "first try; CloudFormation and Terraform samples in the guide to stores), and give dynamoStore its name and the " +
+      "client its region.",
+    { cause: error },
+  );
 }
 
 /** What `createTable` does besides making the table. */
