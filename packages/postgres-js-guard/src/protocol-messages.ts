@@ -268,3 +268,29 @@ export function readyForQuery(status: "I" | "T" | "E"): Buffer {
   message.write(status, 5);
   return message;
 }
+
+/** What a COMMIT answered ROLLBACK is told instead: PostgreSQL's code for a failed transaction. */
+export const COMMIT_ROLLED_BACK = errorResponse({
+  severity_local: "ERROR",
+  severity: "ERROR",
+  code: "25P02",
+  message:
+    "COMMIT was answered ROLLBACK: the transaction had failed, so nothing of it was kept (guardedConnections). " +
+    "A statement of it failed before; behind a transaction pooler, postgres.js needs prepare: false.",
+});
+
+/** An ErrorResponse's fields for a session that ended without a word from the server (class 08). */
+export function lostFields(ending: { error: Error } | { closed: true }): Record<string, string> {
+  const reason = "error" in ending ? ending.error.message : "the server closed the connection";
+  return { severity: "ERROR", code: "08006", message: `the connection to the database was lost: ${reason}` };
+}
+
+/** SSLRequest: asks the server, before the session starts, whether it speaks TLS (it answers one byte, S or N). */
+export const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 4, 210, 22, 47]);
+
+/**
+ * The last message of a server's answer to a batch that ends with a Flush: a statement described (RowDescription,
+ * NoData), a portal run or suspended (CommandComplete, PortalSuspended). What comes before them (ParseComplete,
+ * ParameterDescription, rows) leaves the batch waiting.
+ */
+export const ANSWERS_FLUSH: ReadonlySet<number> = new Set(["T", "n", "C", "s"].map((letter) => letter.charCodeAt(0)));
