@@ -6,11 +6,11 @@
 import { within } from "./deadline.js";
 import { isSealedBody, sealedWithoutKeys } from "./encrypted-store.js";
 import { type CallLimits, limitsOf } from "./engine/limits.js";
+import { keptRefusalOf } from "./engine/stored-refusal.js";
 import { IdempotencyError, IdempotencyErrorCode, isIdempotencyError } from "./errors.js";
 import { checkIdentity } from "./key.js";
 import { withoutOperatorDetail } from "./operator-detail.js";
 import { type IdempotencyStore, type RecordId, RecordState, type StoredResponse } from "./store.js";
-import { keptRefusalOf } from "./stored-refusal.js";
 
 /**
  * What became of one action (a procedure and a key), as the outcome lookup answers it: the server's

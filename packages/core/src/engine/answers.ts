@@ -8,9 +8,9 @@ import { IdempotencyError, IdempotencyErrorCode, type IdempotencyErrorOptions, i
 import type { OnceLog } from "../operator-detail.js";
 import type { ClaimRequest, IdempotencyStore, StoredRecord, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
-import { keptRefusalOf } from "../stored-refusal.js";
 import { CallPhase, refusalsOf } from "./phases.js";
 import type { ReplayCache } from "./replay-cache.js";
+import { keptRefusalOf } from "./stored-refusal.js";
 import {
   type Emit,
   type IdempotencyEvent,

@@ -9,7 +9,7 @@
  */
 import type { OnceLog } from "../operator-detail.js";
 import type { StoredResponse } from "../store.js";
-import { storedRefusal } from "../stored-refusal.js";
+import { storedRefusal } from "./stored-refusal.js";
 import type { IdempotentRequest } from "./types.js";
 
 /** An answer that failed to build after its work ran: `error` is why. */

@@ -8,10 +8,10 @@
  * from an adapter's answer by a prefix no adapter's JSON body starts with.
  */
 
-import { KEPT_REFUSAL_CODE, keptRefusal } from "./engine/phases.js";
-import type { IdempotencyError } from "./errors.js";
-import { httpStatusOf } from "./http-status.js";
-import type { StoredResponse } from "./store.js";
+import type { IdempotencyError } from "../errors.js";
+import { httpStatusOf } from "../http-status.js";
+import type { StoredResponse } from "../store.js";
+import { KEPT_REFUSAL_CODE, keptRefusal } from "./phases.js";
 
 const PREFIX = "idemkit:refused:";
 
