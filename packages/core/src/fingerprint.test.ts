@@ -82,6 +82,37 @@ describe("fingerprint", () => {
   });
 });
 
+describe("plain JSON's canonical text", () => {
+  it("is RFC 8785's (JCS), so a client of another language reproduces a fingerprint with any JCS library", () => {
+    // RFC 8785's own sample (section 3.2.3): member order by UTF-16 code units, ECMAScript numbers and escapes.
+    const input = JSON.parse(
+      String.raw`{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"string":"\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/","literals":[null,true,false]}`,
+    );
+    expect(canonicalJson(input)).toBe(
+      String.raw`{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}`,
+    );
+    // Its sorting sample: keys ordered by their UTF-16 code units, not by code points or locale.
+    const keys = {
+      "\u20ac": "Euro Sign",
+      "\r": "Carriage Return",
+      "\ufb33": "Hebrew Letter Dalet With Dagesh",
+      "1": "One",
+      "\ud83d\ude00": "Emoji: Grinning Face",
+      "\u0080": "Control",
+      "\u00f6": "Latin Small Letter O With Diaeresis",
+    };
+    expect([...canonicalJson(keys).matchAll(/:"([^"]+)"/g)].map(([, name]) => name)).toEqual([
+      "Carriage Return",
+      "One",
+      "Control",
+      "Latin Small Letter O With Diaeresis",
+      "Euro Sign",
+      "Emoji: Grinning Face",
+      "Hebrew Letter Dalet With Dagesh",
+    ]);
+  });
+});
+
 describe("inputs that are not plain data", () => {
   const upload = (bytes: string, name = "cat.png", lastModified = 1) => {
     const form = new FormData();

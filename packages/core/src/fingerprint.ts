@@ -1,8 +1,9 @@
 /**
  * A request's fingerprint: SHA-256 over a canonical text of its input. Two inputs that a client would call "the
  * same request" hash alike (object key order never matters); two that differ in any value, or in a value's type,
- * never do. Values JSON cannot carry are written with a `~` tag that no JSON text can contain, so a `Date` and its
- * ISO string, or `1n` and `1`, stay distinct:
+ * never do. Plain JSON is written as RFC 8785 (JCS) writes it, so a client in another language reproduces a
+ * fingerprint with any JCS library. Values JSON cannot carry, which a JCS library refuses, are written with a `~`
+ * tag that no JSON text can contain, so a `Date` and its ISO string, or `1n` and `1`, stay distinct:
  *
  * - `undefined` as an object property is dropped, as JSON and every tRPC transformer drop it;
  *   anywhere else (top-level input, array slot) it is `~u`;
