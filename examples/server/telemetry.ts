@@ -4,7 +4,7 @@
  */
 // #region audit-log
 import { subscribe } from "node:diagnostics_channel";
-import type { CallMessage } from "@idemkit/core";
+import type { CallMessage } from "@idemkit/core/telemetry";
 
 subscribe("idemkit:call", (message) => {
   const { path, key, outcome, durationMs } = message as CallMessage;

@@ -3,8 +3,9 @@
  * how their `list` and `stats` read: the same fields, the same stuck rule and the same totals on every store, each
  * record named by where the store keeps it (a record's key there is a digest of its id).
  */
-import type { StoredRecord } from "@idemkit/core";
+
 import { isSealedBody } from "@idemkit/core/internal";
+import type { StoredRecord } from "@idemkit/core/store";
 import { type CommandArgs, type InspectReport, wrongCount } from "./command-line.js";
 
 /** The options of a key-value store's inspecting command (besides its own, such as Redis's `--prefix`). */

@@ -1,35 +1,22 @@
 /**
- * The public surface of `@idemkit/core`, under semver: the engine that adapters are built on (creating it, running
- * one request, its options and events), fingerprints and key parsing; what apps rely on (modes, errors, headers);
- * and the store contract, with `memoryStore` as its model. The Fetch adapter is at `@idemkit/core/fetch`, a store
- * author's helpers at `@idemkit/core/store`, the conformance suites at `@idemkit/core/testing`. What idemkit's own
- * packages share beyond that is at `@idemkit/core/internal`, with no such promise.
+ * The public surface of `@idemkit/core`, under semver: the engine (creating it, its options and events), the
+ * contract every side reads (errors and the resend rule, headers, key parsing, fingerprints, modes) and the store's
+ * face (`IdempotencyStore`, with `memoryStore` as its model and `encryptedStore` around any). Beside it, each for
+ * whom it is written: what an adapter is built from at `@idemkit/core/adapter`, the Fetch adapter at
+ * `@idemkit/core/fetch`, a store author's contract and helpers at `@idemkit/core/store`, what the diagnostics
+ * channels carry at `@idemkit/core/telemetry`, the conformance suites at `@idemkit/core/testing`. What idemkit's
+ * own packages share beyond that (the browser side at `@idemkit/core/client`, the rest at `@idemkit/core/internal`)
+ * makes no such promise.
  *
  * @module @idemkit/core
  */
 
-export type { KeyStorage } from "./client/action-store.js";
-export type { OutcomeLookup } from "./client/outcome-polling.js";
-export type { RetryPolicy } from "./client/retryer.js";
 export type { IdempotencyContext } from "./context.js";
 export type { AnswerKeys } from "./encrypted-store.js";
 export { encryptedStore } from "./encrypted-store.js";
-export type { CallMessage, EventMessage } from "./engine/call-outcome.js";
 export { CallOutcome } from "./engine/call-outcome.js";
 export type { CallLimits } from "./engine/limits.js";
-export type {
-  AdapterOptions,
-  AtomicModeOptions,
-  Execution,
-  IdempotencyEngineOptions,
-  IdempotencyEvent,
-  IdempotentRequest,
-  LeaseModeOptions,
-  ModeOptions,
-  RunResult,
-  Settlement,
-  TelemetryOptions,
-} from "./engine/types.js";
+export type { IdempotencyEngineOptions, IdempotencyEvent, TelemetryOptions } from "./engine/types.js";
 export { IdempotencyEventType, IdempotencyMode } from "./engine/types.js";
 export type { IdempotencyEngine } from "./engine.js";
 export { createIdempotencyEngine } from "./engine.js";
@@ -50,21 +37,6 @@ export { fingerprint, fingerprintAsync } from "./fingerprint.js";
 export { httpStatusOf, IDEMPOTENT_RESEND_HEADER } from "./http-status.js";
 export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH, parseIdempotencyKey } from "./key.js";
 export { memoryStore } from "./memory-store.js";
-export type { ErrorSummary } from "./observing.js";
-export type { IdempotencyOutcomeAnswer } from "./outcome.js";
 export type { AnswerSeen, NextStep } from "./resend.js";
 export { nextStep, nextStepAfterRefusal } from "./resend.js";
-export type {
-  AtomicCapability,
-  AtomicSession,
-  ClaimRequest,
-  ClaimResult,
-  DefaultModeOf,
-  IdempotencyStore,
-  LeaseStore,
-  ModesOf,
-  ModeTransaction,
-  RecordId,
-  StoredRecord,
-  StoredResponse,
-} from "./store.js";
+export type { IdempotencyStore, ModeTransaction, RecordId, StoredResponse } from "./store.js";

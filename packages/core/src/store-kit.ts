@@ -1,6 +1,7 @@
 /**
- * `@idemkit/core/store`: what a store author needs beyond the contract's types (which are at `@idemkit/core`): how
- * a record reads as a state, when it may be purged, and when a claim may replace a record that is there. The
+ * `@idemkit/core/store`: what a store author writes to: the contract (its face, `IdempotencyStore`, is at
+ * `@idemkit/core` too), the modes read from a store's own type, how a record reads as a state, when it may be
+ * purged, and when a claim may replace a record that is there. The
  * PostgreSQL and Redis stores are written on it; the conformance suites at `@idemkit/core/testing` check a store.
  *
  * @module @idemkit/core/store
@@ -10,8 +11,11 @@ export type {
   AtomicSession,
   ClaimRequest,
   ClaimResult,
+  DefaultModeOf,
   IdempotencyStore,
   LeaseStore,
+  ModesOf,
+  ModeTransaction,
   RecordId,
   StoredRecord,
   StoredResponse,

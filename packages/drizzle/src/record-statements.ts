@@ -2,8 +2,10 @@
  * The records' statements: fixed SQL texts over the idempotency_keys table (or one made like it), their
  * parameters, and what a row of theirs is as a record.
  */
-import type { ClaimRequest, RecordId, StoredRecord } from "@idemkit/core";
+
+import type { RecordId } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
+import type { ClaimRequest, StoredRecord } from "@idemkit/core/store";
 import { RecordState } from "@idemkit/core/store";
 import type { Row, Transactions } from "./database.js";
 import { named } from "./statement-text.js";

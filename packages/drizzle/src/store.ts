@@ -21,18 +21,11 @@
  * flight) is still waited for, bounded by `lock_timeout`, which the same statement sets for its own duration and
  * then puts back: the procedure's own statements keep the caller's setting.
  */
-import type {
-  AtomicCapability,
-  AtomicSession,
-  ClaimRequest,
-  ClaimResult,
-  IdempotencyStore,
-  RecordId,
-  StoredRecord,
-  StoredResponse,
-} from "@idemkit/core";
+
+import type { IdempotencyStore, RecordId, StoredResponse } from "@idemkit/core";
 import { IdempotencyError, IdempotencyErrorCode, ProcedureTransactionError } from "@idemkit/core";
 import { checkedNumber, DEFAULT_WAIT_MS } from "@idemkit/core/internal";
+import type { AtomicCapability, AtomicSession, ClaimRequest, ClaimResult, StoredRecord } from "@idemkit/core/store";
 import { replacement } from "@idemkit/core/store";
 import { bypassGuard } from "./bypass-guard.js";
 import { commitKept, provingCommit } from "./commit-proof.js";

@@ -4,7 +4,8 @@
  * keep their savepoint, errors the procedure caught answer its own outcome, and statements that bypass the
  * transaction are caught.
  */
-import { createIdempotencyEngine, type Execution } from "@idemkit/core";
+import { createIdempotencyEngine } from "@idemkit/core";
+import type { Execution } from "@idemkit/core/adapter";
 import { openNodePostgres, openPglite, openPostgres } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { drizzle as drizzleNodePostgres } from "drizzle-orm/node-postgres";

@@ -3,7 +3,8 @@
  * longer than `waitMs` (then 503, and it never runs when the connection comes), and a procedure that outlives its
  * transaction (held past `transactionTimeoutMs`) can no longer write through it: nothing of it is kept.
  */
-import { createIdempotencyEngine, type Settlement } from "@idemkit/core";
+import { createIdempotencyEngine } from "@idemkit/core";
+import type { Settlement } from "@idemkit/core/adapter";
 import { gate, type NotesDatabase, notesDatabases } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";

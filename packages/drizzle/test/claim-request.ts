@@ -1,4 +1,4 @@
-import type { ClaimRequest } from "@idemkit/core";
+import type { ClaimRequest } from "@idemkit/core/store";
 
 /** A claim of `key` in the tests' scope and path, its lease and record running from `now`. */
 export function claimFor(key: string, now = Date.now()): ClaimRequest {

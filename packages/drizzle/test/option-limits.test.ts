@@ -4,7 +4,8 @@
  * TypeError when the endpoint is built; a scope or path no store could keep is a TypeError at once, and nothing runs
  * (it was a retryable 503 on every call, or two scopes kept as one record).
  */
-import { createIdempotencyEngine, type IdempotencyStore, type Settlement } from "@idemkit/core";
+import { createIdempotencyEngine, type IdempotencyStore } from "@idemkit/core";
+import type { Settlement } from "@idemkit/core/adapter";
 import { type NotesDatabase, notesDatabases } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";

@@ -6,13 +6,8 @@
  *
  * The first describe runs first: it sees node-postgres before idemkit learned that names do not survive here.
  */
-import {
-  createIdempotencyEngine,
-  type Execution,
-  IdempotencyErrorCode,
-  type IdempotentRequest,
-  isIdempotencyError,
-} from "@idemkit/core";
+import { createIdempotencyEngine, IdempotencyErrorCode, isIdempotencyError } from "@idemkit/core";
+import type { Execution, IdempotentRequest } from "@idemkit/core/adapter";
 import { describeAtomicConformance, describeStoreConformance } from "@idemkit/core/testing";
 import { guardedConnections } from "@idemkit/postgres-js-guard";
 import {

@@ -4,7 +4,8 @@
  * own missing, which behind a transaction pooler is the sign of one. Here it is not, and idemkit must not refuse
  * every call for good: it asks the pooler question again, and the calls after it run.
  */
-import { createIdempotencyEngine, isIdempotencyError, type Settlement } from "@idemkit/core";
+import { createIdempotencyEngine, isIdempotencyError } from "@idemkit/core";
+import type { Settlement } from "@idemkit/core/adapter";
 import { createDatabase, MIGRATIONS_FOLDER } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";

@@ -14,8 +14,9 @@
  * And a statement the procedure makes through its transaction once that is over, held without being awaited: the
  * fence refuses it with a promise of its own, which must not reject unhandled either.
  */
-import type { Execution } from "@idemkit/core";
+
 import { createIdempotencyEngine, IdempotencyErrorCode, isIdempotencyError } from "@idemkit/core";
+import type { Execution } from "@idemkit/core/adapter";
 import { type OpenedDatabase, openNodePostgres, openPglite, openPostgres, type PgliteDatabase } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { pgTable, serial, text } from "drizzle-orm/pg-core";

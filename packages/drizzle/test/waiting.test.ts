@@ -4,7 +4,8 @@
  * asking between pauses. Either way, an unrelated request on a small pool is served while they wait, and every
  * duplicate replays the one run's answer.
  */
-import { createIdempotencyEngine, type Settlement } from "@idemkit/core";
+import { createIdempotencyEngine } from "@idemkit/core";
+import type { Settlement } from "@idemkit/core/adapter";
 import { gate, type NotesDatabase, notesDatabases } from "@idemkit/testkit";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";

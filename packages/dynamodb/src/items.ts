@@ -4,8 +4,9 @@
  * deletes it by. Everything that reads or writes an item's attributes goes through here.
  */
 import { type AttributeValue, type DynamoDBClient, ScanCommand, type ScanCommandInput } from "@aws-sdk/client-dynamodb";
-import type { RecordId, StoredRecord } from "@idemkit/core";
+import type { RecordId } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
+import type { StoredRecord } from "@idemkit/core/store";
 import { RecordState } from "@idemkit/core/store";
 
 /** The table's partition key, a string: the record's digest, or a part's. The table has no sort key. */

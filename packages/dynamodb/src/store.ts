@@ -23,7 +23,8 @@ import {
   PutItemCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import type { ClaimRequest, ClaimResult, LeaseStore, RecordId, StoredRecord, StoredResponse } from "@idemkit/core";
+import type { RecordId, StoredResponse } from "@idemkit/core";
+import type { ClaimRequest, ClaimResult, LeaseStore, StoredRecord } from "@idemkit/core/store";
 import { RecordState, replacement } from "@idemkit/core/store";
 import {
   bodyOfParts,

@@ -22,10 +22,9 @@
  * A submission with the `idempotency-lookup` field is the hook's lookup: it is answered from the store (the stored
  * value, the same redirect, or that nothing is stored) and never runs the action. A form must not use that name.
  */
+
 import {
-  type AdapterOptions,
   createIdempotencyEngine,
-  type DefaultModeOf,
   fingerprintAsync,
   type IdempotencyContext,
   type IdempotencyEngineOptions,
@@ -34,12 +33,12 @@ import {
   type IdempotencyMode,
   type IdempotencyStore,
   isIdempotencyError,
-  type ModeOptions,
   type ModeTransaction,
   parseIdempotencyKey,
-  type Settlement,
 } from "@idemkit/core";
+import type { AdapterOptions, ModeOptions, Settlement } from "@idemkit/core/adapter";
 import { checkedScope, idempotencyContextOf, lookUpOutcome, notPlainJson, onceLog } from "@idemkit/core/internal";
+import type { DefaultModeOf } from "@idemkit/core/store";
 import { isControlFlow, replayControlFlow, type StoredControlFlow, storedControlFlow } from "./control-flow.js";
 import { type ActionRefusal, comparedFields, IDEMPOTENCY_KEY_FIELD, LOOKUP_FIELD } from "./form-contract.js";
 import { type FormMessages, formRefusals } from "./form-refusal.js";

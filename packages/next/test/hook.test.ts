@@ -6,8 +6,8 @@
  * answers and reloads, and a new key for the next action. The same in Chromium, against PostgreSQL and PGlite, is
  * e2e/tests/server-action.spec.ts.
  */
-import { memoryStore, type RetryPolicy } from "@idemkit/core";
-import type { KeyStorage } from "@idemkit/core/client";
+import { memoryStore } from "@idemkit/core";
+import type { KeyStorage, RetryPolicy } from "@idemkit/core/client";
 import { gate } from "@idemkit/testkit";
 import { act, cleanup, renderHook, waitFor } from "@testing-library/react";
 import { StrictMode, startTransition } from "react";

@@ -4,7 +4,9 @@
  * error moves off the line its `@ts-expect-error` is on, so the actions are only ever built inside a function that
  * never runs.
  */
-import { type ModeOptions, memoryStore } from "@idemkit/core";
+
+import { memoryStore } from "@idemkit/core";
+import type { ModeOptions } from "@idemkit/core/adapter";
 import { drizzleStore } from "@idemkit/drizzle";
 import { sql } from "drizzle-orm";
 import type { PgliteDatabase } from "drizzle-orm/pglite";

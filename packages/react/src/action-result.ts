@@ -3,7 +3,7 @@
  * mutation or, while it has none (or its own gave up without an answer), from this action's mutation in the cache
  * (restored after a reload, or the success the lookup found, which `settleInCache` puts there).
  */
-import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
+import type { IdempotencyOutcomeAnswer } from "@idemkit/core/client";
 import { isRetryableError } from "@idemkit/trpc/client";
 import {
   hydrate,

@@ -4,7 +4,7 @@
  * and the form is mounted. A completed action is marked succeeded and its answer settled in the cache; a stored
  * failure retires its key.
  */
-import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
+import type { IdempotencyOutcomeAnswer } from "@idemkit/core/client";
 import { type Action, type ActionStore, type OutcomeLookup, settledOutcome } from "@idemkit/core/client";
 import { type RefObject, useCallback, useEffect, useRef, useState } from "react";
 import { type FormCache, forgetFoundInCache, settleInCache } from "./action-result.js";

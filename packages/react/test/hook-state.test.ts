@@ -5,8 +5,8 @@
  * an abandoned action). What the server does with the requests is tested against a real one in apps/web/test.
  */
 
-import type { IdempotencyOutcomeAnswer } from "@idemkit/core";
 import { fingerprint } from "@idemkit/core";
+import type { IdempotencyOutcomeAnswer } from "@idemkit/core/client";
 import { thisTab } from "@idemkit/core/client";
 import { idempotencyLink } from "@idemkit/trpc/client";
 import {

@@ -8,8 +8,10 @@
  * procedure runs and the response stored after, with a fenced lease so that a crashed call is taken over once its
  * lease ends, and the late completion of the call presumed dead is refused.
  */
-import type { ClaimRequest, ClaimResult, LeaseStore, RecordId, StoredRecord, StoredResponse } from "@idemkit/core";
+
+import type { RecordId, StoredResponse } from "@idemkit/core";
 import { sha256Hex } from "@idemkit/core/internal";
+import type { ClaimRequest, ClaimResult, LeaseStore, StoredRecord } from "@idemkit/core/store";
 import { RecordState } from "@idemkit/core/store";
 import { commandsOf, globEscaped, type RedisClient } from "./client.js";
 import { CLAIM, COMPLETE, PURGE, RELEASE, RENEW } from "./scripts.js";

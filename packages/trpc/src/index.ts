@@ -3,7 +3,8 @@
  *
  * @module @idemkit/trpc
  */
-export type { IdempotencyContext, IdempotencyOutcomeAnswer } from "@idemkit/core";
+export type { IdempotencyContext } from "@idemkit/core";
+export type { IdempotencyOutcomeAnswer } from "@idemkit/core/client";
 export type { IdempotencyErrorData, IdempotencyErrorShape } from "./errors.js";
 export { idempotencyErrorData, idempotencyErrors, toTRPCError } from "./errors.js";
 export type { IdempotencyHttp } from "./http.js";

@@ -11,7 +11,6 @@
 import {
   type CallLimits,
   createIdempotencyEngine,
-  type DefaultModeOf,
   fingerprintAsync,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
@@ -23,16 +22,15 @@ import {
   IdempotencyMode,
   type IdempotencyStore,
   isIdempotencyError,
-  type ModeOptions,
-  type ModesOf,
   type ModeTransaction,
   parseIdempotencyKey,
   type RecordId,
-  type Settlement,
   type TelemetryOptions,
   transactionBypassIn,
 } from "@idemkit/core";
+import type { ModeOptions, Settlement } from "@idemkit/core/adapter";
 import { causeChain, checkedScope, idempotencyContextOf } from "@idemkit/core/internal";
+import type { DefaultModeOf, ModesOf } from "@idemkit/core/store";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { toTRPCError } from "./errors.js";
 import { explicitKeyOf, httpFromContext, type IdempotencyHttp } from "./http.js";

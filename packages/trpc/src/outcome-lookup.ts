@@ -13,11 +13,11 @@
 import {
   type CallLimits,
   httpStatusOf,
-  type IdempotencyOutcomeAnswer,
   type IdempotencyStore,
   isIdempotencyError,
   parseIdempotencyKey,
 } from "@idemkit/core";
+import type { IdempotencyOutcomeAnswer } from "@idemkit/core/client";
 import { lookUpOutcome, type RecordOutcome } from "@idemkit/core/internal";
 import { TRPCError } from "@trpc/server";
 import { toTRPCError } from "./errors.js";

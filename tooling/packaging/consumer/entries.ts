@@ -3,8 +3,10 @@
  * types resolved to `any` (a missing declaration file would let everything through).
  */
 import { type createIdempotencyEngine, memoryStore } from "@idemkit/core";
+import type { Settlement } from "@idemkit/core/adapter";
 import { withIdempotency } from "@idemkit/core/fetch";
 import { replacement } from "@idemkit/core/store";
+import { CallOutcome } from "@idemkit/core/telemetry";
 import type { describeStoreConformance, fireDuplicates } from "@idemkit/core/testing";
 import { drizzleStore, type idempotencyKeys } from "@idemkit/drizzle";
 import { type createTable, dynamoStore } from "@idemkit/dynamodb";
@@ -41,6 +43,7 @@ export type Entries = [
   typeof idempotencyRetryLink,
   typeof fireDuplicates,
   typeof createTable,
+  typeof CallOutcome,
 ];
 
 export function misuse(): void {
@@ -72,4 +75,9 @@ export function misuse(): void {
   dynamoStore({});
   // @ts-expect-error the assertion reads a log of mutations
   expectOneKeyPerAction([]);
+  // @ts-expect-error a settlement is the work's value and what is stored of it
+  const settled: Settlement<number> = { value: "42" };
+  // @ts-expect-error an outcome is one of CallOutcome's
+  const outcome: CallOutcome = "maybe";
+  void [settled, outcome, CallOutcome.EXECUTED];
 }

@@ -11,15 +11,14 @@
  */
 import {
   createIdempotencyEngine,
-  type Execution,
   type IdempotencyEngine,
   IdempotencyErrorCode,
   IdempotencyMode,
   type IdempotencyStore,
   isIdempotencyError,
-  type StoredRecord,
 } from "@idemkit/core";
-import { RecordState } from "@idemkit/core/store";
+import type { Execution } from "@idemkit/core/adapter";
+import { RecordState, type StoredRecord } from "@idemkit/core/store";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 

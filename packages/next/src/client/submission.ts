@@ -2,7 +2,7 @@
  * How the Server Action hook sends a submission and reads what came back, apart from React: sent again with its key
  * while its answer is lost or "not now", looked up after a reload, and the refusal states the hook shows itself.
  */
-import type { RetryPolicy } from "@idemkit/core";
+import type { RetryPolicy } from "@idemkit/core/client";
 import { DEFAULT_RETRY_POLICY, retrying, settledOutcome } from "@idemkit/core/client";
 import { unstable_isUnrecognizedActionError, unstable_rethrow } from "next/navigation.js";
 import { type ActionRefusal, isActionRefusal, isLookupPending } from "../form-contract.js";

@@ -9,7 +9,7 @@
  * Until the page is hydrated the hook is `useActionState` over the action itself: the server renders the form as a
  * plain form post, and without JavaScript the rendered key field (`IdempotencyKeyField`) carries the key.
  */
-import type { RetryPolicy } from "@idemkit/core";
+import type { RetryPolicy } from "@idemkit/core/client";
 import {
   type Action,
   actionFingerprint,

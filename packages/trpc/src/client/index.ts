@@ -3,6 +3,7 @@
  *
  * @module @idemkit/trpc/client
  */
+export type { RetryPolicy } from "@idemkit/core/client";
 export { isRetryableError, isStoredRefusal, mayHaveRun, nextStepAfter } from "./errors.js";
 export { idempotencyHeaders, KeyedBatchError } from "./headers.js";
 export type { IdempotencyLinkOptions } from "./link.js";

@@ -6,8 +6,9 @@
  *   one mutation ──► attempt 1 ──► lost / 5xx / 409 / 429 ──► wait (Retry-After, else backoff) ──► attempt 2 ──► ...
  *                     same key                                                                      same key
  */
-import type { RetryPolicy } from "@idemkit/core";
+
 import { parseIdempotencyKey } from "@idemkit/core";
+import type { RetryPolicy } from "@idemkit/core/client";
 import {
   checkedNumber,
   MAX_TIMER_MS,
