@@ -4,7 +4,12 @@
  */
 import { within } from "../deadline.js";
 import { isSealedBody, sealedWithoutKeys } from "../encrypted-store.js";
-import { IdempotencyError, IdempotencyErrorCode, type IdempotencyErrorOptions, isIdempotencyError } from "../errors.js";
+import {
+  type IdempotencyError,
+  IdempotencyErrorCode,
+  type IdempotencyErrorOptions,
+  isIdempotencyError,
+} from "../errors.js";
 import type { OnceLog } from "../operator-detail.js";
 import type { ClaimRequest, IdempotencyStore, StoredRecord, StoredResponse } from "../store.js";
 import { RecordState } from "../store.js";
@@ -78,10 +83,7 @@ export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
   ): RunResult<never> {
     if (record.fingerprint !== request.fingerprint) {
       report(IdempotencyEventType.MISMATCH, request);
-      throw new IdempotencyError(
-        IdempotencyErrorCode.FINGERPRINT_MISMATCH,
-        "This Idempotency-Key was already used with a different request body; use a new key for a new request.",
-      );
+      throw refusals.taken("mismatched");
     }
     if (record.state === RecordState.COMPLETED) {
       if (isSealedBody(record.response.body)) throw sealedWithoutKeys(request);
@@ -99,11 +101,7 @@ export function answersOf<Tx>(settings: EngineSettings<Tx>, emit: Emit) {
 
   function conflict(request: IdempotentRequest, retryAfterMs: number, report: Emit = emit): never {
     report(IdempotencyEventType.CONFLICT, request, { retryAfterMs });
-    throw new IdempotencyError(
-      IdempotencyErrorCode.IN_PROGRESS,
-      "A request with this Idempotency-Key is still being processed; retry later.",
-      { retryAfterMs },
-    );
+    throw refusals.taken("held", { retryAfterMs });
   }
 
   /**

@@ -30,8 +30,11 @@ export const CallPhase = {
 } as const;
 export type CallPhase = (typeof CallPhase)[keyof typeof CallPhase];
 
-/** How a phase failed: the store failed, a bound ran out, or (lease mode) another call took the key over. */
-export type PhaseFailure = "failed" | "timedOut" | "lost";
+/**
+ * How a phase failed: the store failed, a bound ran out, (lease mode) another call took the key over; or, claiming,
+ * the key was found held by a call still running, or used before with another input.
+ */
+export type PhaseFailure = "failed" | "timedOut" | "lost" | "held" | "mismatched";
 
 /** The bounds a phase's message names. */
 export interface PhaseBounds {
@@ -63,6 +66,18 @@ const noConnection = unavailable(
   ({ waitMs }) => `No database connection was free within ${waitMs} ms, so the request was not run; retry later.`,
 );
 
+/** What a claim that finds the key taken is answered with, in either mode. */
+const TAKEN = {
+  held: {
+    code: IdempotencyErrorCode.IN_PROGRESS,
+    message: "A request with this Idempotency-Key is still being processed; retry later.",
+  },
+  mismatched: {
+    code: IdempotencyErrorCode.FINGERPRINT_MISMATCH,
+    message: "This Idempotency-Key was already used with a different request body; use a new key for a new request.",
+  },
+} as const satisfies Record<"held" | "mismatched", Refusal>;
+
 /** What each way a phase can fail is answered with. */
 type Table = { readonly [P in CallPhase]?: { readonly [F in PhaseFailure]?: Refusal } };
 /** The ways a call in a table's mode can end in a refusal: a phase, and how it failed there. */
@@ -71,6 +86,7 @@ type Ending<T> = { [P in keyof T]: readonly [phase: P, failure: keyof T[P] & Pha
 const ATOMIC = {
   [CallPhase.CONNECTING]: { failed: unavailable(NOT_RUN), timedOut: noConnection },
   [CallPhase.CLAIMING]: {
+    ...TAKEN,
     failed: unavailable(NOT_RUN),
     timedOut: unavailable(
       "The idempotency store did not answer the claim in time, so the request was not run; retry later.",
@@ -104,7 +120,7 @@ const ATOMIC = {
 } as const satisfies Table;
 
 const LEASE = {
-  [CallPhase.CLAIMING]: { failed: unavailable(NOT_RUN) },
+  [CallPhase.CLAIMING]: { ...TAKEN, failed: unavailable(NOT_RUN) },
   [CallPhase.WORKING]: {
     timedOut: {
       code: IdempotencyErrorCode.IN_PROGRESS,
@@ -160,6 +176,9 @@ export function refusalsOf(bounds: PhaseBounds) {
   return {
     atomic: (ending: AtomicEnding, options?: IdempotencyErrorOptions) => refuse(ATOMIC, ending, options),
     lease: (ending: LeaseEnding, options?: IdempotencyErrorOptions) => refuse(LEASE, ending, options),
+    /** A claim that found the key taken, which either mode answers alike. */
+    taken: (failure: keyof typeof TAKEN, options?: IdempotencyErrorOptions) =>
+      refuse(ATOMIC, [CallPhase.CLAIMING, failure], options),
   };
 }
 
