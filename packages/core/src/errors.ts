@@ -26,7 +26,8 @@ export const IdempotencyErrorCode = {
   OUTCOME_UNKNOWN: "OUTCOME_UNKNOWN",
   /**
    * The store is reachable but not set up for idemkit (its table is missing, or an older version of it), so the
-   * request was not run. Terminal until an operator migrates: retrying changes nothing.
+   * request was not run. Never sent again by itself: retrying changes nothing until an operator migrates. Nothing is
+   * kept for the key, so a client's next press may send it again.
    */
   STORE_MISCONFIGURED: "STORE_MISCONFIGURED",
   /** This worker's lease was taken over while it ran; its result was discarded. Retryable: the retry replays. */
@@ -48,7 +49,7 @@ export const IdempotencyErrorCode = {
   /**
    * Atomic mode: the call's answer could not be made into what is stored, so its transaction was rolled back:
    * nothing it wrote was kept, and nothing is kept for its key. The same request fails the same way until the app
-   * is fixed; a new action (a new key) is a new attempt.
+   * is fixed, so it is never sent again by itself; a press with the same key is a new attempt, as one with a new key.
    */
   ROLLED_BACK: "ROLLED_BACK",
   /** The request's body is larger than the adapter reads (the Fetch adapter's `maxBodyBytes`). Terminal. */

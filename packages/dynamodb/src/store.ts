@@ -88,7 +88,7 @@ const CLAIM_ATTEMPTS = 5;
 export function dynamoStore({ client, tableName }: DynamoStoreOptions): LeaseStore {
   if (!tableName) throw new TypeError("dynamoStore needs the table's name: dynamoStore({ client, tableName }).");
 
-  /** What a request to the table came to; a table the store cannot use said as such (`explained`). */
+  /** What a request to the table came to; a table the store cannot use said as such (`tableRefusalOf`). */
   function sent<T>(request: Promise<T>): Promise<T> {
     return request.catch((error: unknown) => {
       throw tableRefusalOf(error, tableName);

@@ -5,7 +5,7 @@
  * @module @idemkit/next/client
  */
 "use client";
-export type { RetryPolicy } from "@idemkit/core/client";
+export type { KeyStorage, RetryPolicy } from "@idemkit/core/client";
 export { ActionKeyField } from "./client/action-key-field.js";
 export type {
   IdempotentFormAction,

@@ -3,7 +3,8 @@
  * form fields, the refusal a form shows, and the lookup's answer. Nothing here may import server code: the client
  * bundle takes this file.
  */
-import { type IdempotencyErrorCode, nextStep, nextStepAfterRefusal } from "@idemkit/core";
+import type { IdempotencyErrorCode } from "@idemkit/core";
+import { nextStep, nextStepAfterRefusal } from "@idemkit/core/client";
 import { createElement, type ReactElement } from "react";
 
 /** The name of the form field that carries the action's Idempotency-Key. */

@@ -9,7 +9,7 @@ import { type ConnectionOptions, connect as connectTls } from "node:tls";
 import postgres from "postgres";
 import {
   ANSWERS_FLUSH,
-  ClientStreamReader,
+  CHAR,
   COMMIT_ROLLED_BACK,
   endsSession,
   errorFields,
@@ -20,7 +20,7 @@ import {
   ServerStreamReader,
   SSL_REQUEST,
 } from "./protocol-messages.js";
-import { CHAR, COMMITS, SentRequests, WATCHED_SENT } from "./sent-requests.js";
+import { COMMITS, SentRequests } from "./sent-requests.js";
 
 /** How the guard connects: its TLS, which it sets up below itself so that it reads the protocol in the clear. */
 export interface GuardedSocketOptions {
@@ -54,7 +54,6 @@ export class GuardedSocket extends EventEmitter {
   #state: "open" | "ending" | "closed" = "open";
   #ending: Ending | undefined;
   readonly #fromServer = new ServerStreamReader(this.#serverMessages());
-  readonly #toServer = new ClientStreamReader(WATCHED_SENT, (type, message) => this.#requests.read(type, message));
   /** Whether the session got past its startup (a first ReadyForQuery). */
   #started = false;
   /** What postgres.js sent that is owed an answer, and what it does to the transaction. */
@@ -100,7 +99,7 @@ export class GuardedSocket extends EventEmitter {
   /** Sends bytes to the server, or answers them itself once the session is over (postgres.js's socket contract). */
   write(chunk: Buffer | Uint8Array, callback?: (error?: Error | null) => void): boolean {
     const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    this.#toServer.read(bytes);
+    this.#requests.read(bytes);
     if (this.#state !== "open") {
       // Nothing reaches a session that is over: the guard answers what was just sent, on the next turn.
       this.#writes++;

@@ -4,6 +4,9 @@
  * length that counts itself; the client's first one (a startup or cancel request) has the length alone.
  */
 
+/** A message type byte, from its letter. */
+export const CHAR = (letter: string) => letter.charCodeAt(0);
+
 /**
  * Reads what a client sends, message by message, handing `visit` the messages whose type is in `types` (each as a
  * view of the bytes, no copy) and skipping the rest. The first message of the stream (startup) has no type and is
@@ -293,4 +296,4 @@ export const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 4, 210, 22, 47]);
  * NoData), a portal run or suspended (CommandComplete, PortalSuspended). What comes before them (ParseComplete,
  * ParameterDescription, rows) leaves the batch waiting.
  */
-export const ANSWERS_FLUSH: ReadonlySet<number> = new Set(["T", "n", "C", "s"].map((letter) => letter.charCodeAt(0)));
+export const ANSWERS_FLUSH: ReadonlySet<number> = new Set([CHAR("T"), CHAR("n"), CHAR("C"), CHAR("s")]);

@@ -3,12 +3,10 @@
  * simple Query) and whether each ends a transaction (a COMMIT, a ROLLBACK: by its text, or by the name of a statement
  * prepared with such a text), a batch left waiting on a Flush, and a cursor's portal still open.
  */
-import { commitsTransaction, endsTransaction, leadingStrings } from "./protocol-messages.js";
-
-export const CHAR = (letter: string) => letter.charCodeAt(0);
+import { CHAR, ClientStreamReader, commitsTransaction, endsTransaction, leadingStrings } from "./protocol-messages.js";
 
 /** What the guard reads of what postgres.js sends: Parse, Bind, Flush, Sync and simple Query. */
-export const WATCHED_SENT = new Set([CHAR("P"), CHAR("B"), CHAR("H"), CHAR("S"), CHAR("Q")]);
+const WATCHED_SENT = new Set([CHAR("P"), CHAR("B"), CHAR("H"), CHAR("S"), CHAR("Q")]);
 
 /** How a batch ends its transaction: not at all, by a rollback, or by a COMMIT (truthy when it ends it). */
 export type Ends = 0 | 1 | 2;
@@ -40,9 +38,15 @@ export class SentRequests {
   readonly #committingStatements: Buffer[] = [];
   /** Whether the unnamed statement last parsed (what a connection without prepared statements binds) ends one. */
   #unnamedEnds: Ends = NOT_ENDING;
+  readonly #reader = new ClientStreamReader(WATCHED_SENT, (type, message) => this.#message(type, message));
+
+  /** Reads what postgres.js just wrote to the socket (whole messages or parts of them, as they come). */
+  read(bytes: Buffer): void {
+    this.#reader.read(bytes);
+  }
 
   /** Follows what postgres.js sends: the requests owed an answer, and the statements that end a transaction. */
-  read(type: number, message: Buffer): void {
+  #message(type: number, message: Buffer): void {
     if (type === CHAR("P")) {
       const [name = "", text = ""] = leadingStrings(message, 2);
       const ends = endsOf(text);

@@ -8,7 +8,6 @@
  * the hook owns the key and shows the link's progress: attempt, next retry time, replayed, offline. What the lookup
  * says of an action is `outcome-reconciliation.ts`; the result's shape, `action-result.ts`.
  */
-import { Resend } from "@idemkit/core";
 import {
   type Action,
   actionFingerprint,
@@ -17,6 +16,7 @@ import {
   defaultStorageName,
   newIdempotencyKey,
   press,
+  Resend,
 } from "@idemkit/core/client";
 import { type IdempotencyProgress, idempotencyContext, nextStepAfter } from "@idemkit/trpc/client";
 import { type MutateOptions, useMutation, useQueryClient } from "@tanstack/react-query";

@@ -3,7 +3,7 @@
  *
  * @module @idemkit/react
  */
-export type { KeyStorage, OutcomeLookup } from "@idemkit/core/client";
+export type { IdempotencyOutcomeAnswer, KeyStorage, OutcomeLookup } from "@idemkit/core/client";
 export type { IdempotentMutationState } from "./action-result.js";
 export {
   type IdempotentMutationDefaultsOptions,

@@ -3,8 +3,7 @@
  * `idempotentMutationDefaults`): found by the key it carries, shown as the hook's own until the user starts another
  * action, and its answer counted as the hook's own would be.
  */
-import { Resend } from "@idemkit/core";
-import type { Action, ActionStore } from "@idemkit/core/client";
+import { type Action, type ActionStore, Resend } from "@idemkit/core/client";
 import { nextStepAfter } from "@idemkit/trpc/client";
 import { type QueryClient, useMutationState } from "@tanstack/react-query";
 import { type RefObject, useCallback, useEffect } from "react";

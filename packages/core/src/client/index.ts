@@ -8,9 +8,11 @@
  */
 
 export { abortableDelay, MAX_TIMER_MS } from "../deadline.js";
+export { Resend, resendOf } from "../errors.js";
 export { newIdempotencyKey } from "../key.js";
 export { checkedNumber } from "../numeric-options.js";
 export type { IdempotencyOutcomeAnswer } from "../outcome.js";
+export { type NextStep, nextStep, nextStepAfterRefusal } from "../resend.js";
 export type { PressContext, PressOutcome } from "./action-policy.js";
 export { continuedAction, press } from "./action-policy.js";
 export type { Action, ActionStore, FormActionStore, KeyStorage } from "./action-store.js";

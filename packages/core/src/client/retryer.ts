@@ -140,7 +140,10 @@ export type RetryEnd<TAnswer, TFailure> =
 
 export interface RetryerOptions<TFailure> {
   policy: RetryPolicy;
-  /** Once it aborted, a failure ends the retries: it is not waited on or sent again. */
+  /**
+   * Once it aborted, a failure ends the retries with it: it is not waited on or sent again. A wait it ends (a
+   * backoff, or for the connection) rejects `retrying` with the signal's reason, as an aborted fetch rejects.
+   */
   signal: AbortSignal;
   /** The clock the waits and the budget run on. Default: the real one. */
   clock?: RetryClock | undefined;

@@ -151,7 +151,8 @@ export function atomicRun<Tx>(settings: EngineSettings<Tx>, answers: Answers, at
     /** Moves the call on to `next`, which may last `ms`. */
     const enter = (next: typeof phase, ms: number) => {
       phase = next;
-      deadline.arm(ms, () => failedWith("timedOut", new Error(`The store did not answer in time while ${phase}.`)));
+      // What ran out is said in the cause too (what onEvent and the channels see), as the client is told it.
+      deadline.arm(ms, () => failedWith("timedOut", new Error(refusals.atomic([phase, "timedOut"]).message)));
     };
     // A duplicate's wait (waitMs) covers queueing for a connection as well as waiting on the key's row.
     enter(CallPhase.CONNECTING, waitLeft());

@@ -1,7 +1,8 @@
 /**
  * A call's life, phase by phase, and the one table of what a failure in each phase means for the work: its code
  * (which gives its status and what a client may do, `errors.ts`) and what the caller is told. The runs only say
- * which phase they are in; no code is chosen anywhere else in the engine.
+ * which phase they are in; past admission (a scope over its `limits`, RATE_LIMITED in `limits.ts`), no code is
+ * chosen anywhere else in the engine.
  *
  *   atomic:  connecting ─▶ claiming ─▶ working ─▶ answering ─▶ committing ─▶ answered
  *   lease:                 claiming ─▶ working ─▶ answering ─▶ recording  ─▶ answered
@@ -181,9 +182,6 @@ export function refusalsOf(bounds: PhaseBounds) {
       refuse(ATOMIC, [CallPhase.CLAIMING, failure], options),
   };
 }
-
-/** The refusals of one engine, by mode. */
-export type Refusals = ReturnType<typeof refusalsOf>;
 
 /** The refusal a lease-mode key is kept with once its work ran and its answer could not be stored. */
 export const KEPT_REFUSAL_CODE = LEASE[CallPhase.ANSWERING].failed.code;

@@ -43,7 +43,7 @@ export async function sentWithRetries<T>(
   } catch (error) {
     // The form went while its submission waited to be sent again: what came back last stands, and nothing more is
     // sent (its next mount looks the key up).
-    if (signal.aborted && last) return shown(last);
+    if (signal.aborted && error === signal.reason && last) return shown(last);
     throw error;
   }
 }
