@@ -41,7 +41,8 @@ import { checkedScope, idempotencyContextOf, lookUpOutcome, notPlainJson, onceLo
 import type { DefaultModeOf } from "@idemkit/core/store";
 import { isControlFlow, replayControlFlow, type StoredControlFlow, storedControlFlow } from "./control-flow.js";
 import { type ActionRefusal, comparedFields, IDEMPOTENCY_KEY_FIELD, LOOKUP_FIELD } from "./form-contract.js";
-import { type FormMessages, formRefusals } from "./form-refusal.js";
+import type { FormMessages } from "./form-messages.js";
+import { formRefusals } from "./form-refusal.js";
 
 /**
  * What the action gets for one submission, before its own arguments: in atomic mode its `tx` commits with the

@@ -14,3 +14,4 @@ export type {
 export { useIdempotentActionState } from "./client/use-idempotent-action-state.js";
 export type { ActionRefusal, ActionRefusalCode, SubmittedAction } from "./form-contract.js";
 export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue, submittedValues } from "./form-contract.js";
+export type { FormMessageCode, FormMessages } from "./form-messages.js";

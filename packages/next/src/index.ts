@@ -13,5 +13,5 @@ export type {
 export { idempotentAction } from "./action.js";
 export type { ActionRefusal, ActionRefusalCode, SubmittedAction } from "./form-contract.js";
 export { IDEMPOTENCY_KEY_FIELD, isActionRefusal, submittedValue, submittedValues } from "./form-contract.js";
-export type { FormMessageCode, FormMessages } from "./form-refusal.js";
+export type { FormMessageCode, FormMessages } from "./form-messages.js";
 export { IdempotencyKeyField } from "./key-field.js";

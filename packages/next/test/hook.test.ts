@@ -187,6 +187,37 @@ describe("useIdempotentActionState", () => {
     expect([shop.runs(), shop.keys.length]).toEqual([1, 1]);
   });
 
+  it("says its own refusals in the app's words: no answer, and another input while one is on its way", async () => {
+    const shop = checkout();
+    shop.loseNext("answer", { always: true });
+    const messages = {
+      UNREACHABLE: "Keine Verbindung: nochmals senden, es wird nicht doppelt ausgeführt.",
+      OTHER_INPUT_IN_FLIGHT: "Ihre letzte Bestellung ist noch unterwegs.",
+    };
+    const { result } = mounted(shop, { messages });
+    await pressed(result.current[1], "tea");
+    await waitFor(() =>
+      expect(isActionRefusal(result.current[0]) && result.current[0].idempotencyError).toMatchObject({
+        code: "UNREACHABLE",
+        message: messages.UNREACHABLE,
+      }),
+    );
+    const busy = checkout();
+    const release = busy.holdNext();
+    const other = mounted(busy, { messages });
+    await pressed(other.result.current[1], "tea");
+    await waitFor(() => expect(busy.runs()).toBe(1));
+    await pressed(other.result.current[1], "kettle");
+    await waitFor(() =>
+      expect(isActionRefusal(other.result.current[0]) && other.result.current[0].idempotencyError).toMatchObject({
+        code: "IN_PROGRESS",
+        message: messages.OTHER_INPUT_IN_FLIGHT,
+      }),
+    );
+    release();
+    await waitFor(() => expect(other.result.current[0]).toEqual({ orderId: 1 }));
+  });
+
   it("after a reload mid-submit, looks the action up and shows its state, without running it again", async () => {
     const shop = checkout();
     const storage = sessionStorageLike();

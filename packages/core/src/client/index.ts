@@ -8,7 +8,7 @@
  */
 
 export { abortableDelay, MAX_TIMER_MS } from "../deadline.js";
-export { Resend, resendOf } from "../errors.js";
+export { IdempotencyErrorCode, Resend, resendOf } from "../errors.js";
 export { newIdempotencyKey } from "../key.js";
 export { checkedNumber } from "../numeric-options.js";
 export type { IdempotencyOutcomeAnswer } from "../outcome.js";

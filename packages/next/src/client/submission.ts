@@ -6,6 +6,7 @@ import type { RetryPolicy } from "@idemkit/core/client";
 import { DEFAULT_RETRY_POLICY, retrying, settledOutcome } from "@idemkit/core/client";
 import { unstable_isUnrecognizedActionError, unstable_rethrow } from "next/navigation.js";
 import { type ActionRefusal, isActionRefusal, isLookupPending } from "../form-contract.js";
+import { type FormMessageCode, type FormMessages, formMessage } from "../form-messages.js";
 
 /**
  * Sends a submission, and again with the same key while its answer is lost (the fetch failed, or its answer broke
@@ -18,10 +19,12 @@ export async function sentWithRetries<T>(
   send: () => Promise<T>,
   policy: RetryPolicy | undefined,
   signal: AbortSignal,
+  messages?: FormMessages,
 ): Promise<T | ActionRefusal> {
   /** What came back last: a refusal to show as it is, or nothing (the answer was lost). */
   let last: { value: T } | { lost: unknown } | undefined;
-  const shown = (failure: { value: T } | { lost: unknown }) => ("value" in failure ? failure.value : unreachable());
+  const shown = async (failure: { value: T } | { lost: unknown }) =>
+    "value" in failure ? failure.value : refusal("UNREACHABLE", await said(messages, "UNREACHABLE"));
   try {
     const ended = await retrying<T, { value: T } | { lost: unknown }>(
       async () => {
@@ -53,15 +56,20 @@ function hasDigest(error: unknown): boolean {
 }
 
 /** The state of a press with other fields while an action is on its way: shown until that one answers. */
-export function anotherInputInFlight(): ActionRefusal {
-  return {
-    idempotencyError: {
-      code: "IN_PROGRESS",
-      message: "Your last submission is still on its way. Wait for its answer before sending other values.",
-      retryable: true,
-      retryAfterMs: undefined,
-    },
-  };
+export async function anotherInputInFlight(messages: FormMessages | undefined): Promise<ActionRefusal> {
+  return refusal("IN_PROGRESS", await said(messages, "OTHER_INPUT_IN_FLIGHT"));
+}
+
+/** A refusal only the hook knows of (no answer, or another input in flight): still to be sent, its key kept. */
+function refusal(code: "UNREACHABLE" | "IN_PROGRESS", message: string): ActionRefusal {
+  return { idempotencyError: { code, message, retryable: true, retryAfterMs: undefined } };
+}
+
+/** The hook's own words for `code`, the app's where `messages` has them. */
+function said(messages: FormMessages | undefined, code: FormMessageCode): Promise<string> {
+  return formMessage(messages, code, (detail, cause) =>
+    console.error(`idemkit: useIdempotentActionState(): ${detail}`, cause),
+  );
 }
 /** Whether `error` is Next.js ending the action with a navigation (a redirect, a 404): the router's, not a failure. */
 export function isNavigation(error: unknown): boolean {
@@ -71,19 +79,6 @@ export function isNavigation(error: unknown): boolean {
   } catch {
     return true;
   }
-}
-
-/** The state of a submission whose answer never arrived, however often it was sent. */
-function unreachable(): ActionRefusal {
-  return {
-    idempotencyError: {
-      code: "UNREACHABLE",
-      message:
-        "The server could not be reached, so this may not have gone through. Send it again: it will not be done twice.",
-      retryable: true,
-      retryAfterMs: undefined,
-    },
-  };
 }
 
 /**

@@ -42,6 +42,7 @@ import {
   LOOKUP_CHECK,
   LOOKUP_FIELD,
 } from "../form-contract.js";
+import type { FormMessages } from "../form-messages.js";
 import { anotherInputInFlight, isNavigation, sentWithRetries, storedAnswer } from "./submission.js";
 
 /** Where and how the hook keeps a form's action, and how it sends it again. */
@@ -62,6 +63,11 @@ export interface UseIdempotentActionStateOptions {
   retry?: Partial<RetryPolicy> | false;
   /** How long a lookup after a reload keeps asking while the action still runs. Default: as the tRPC hook. */
   lookupMaxRunningMs?: number;
+  /**
+   * The words of the refusals only the hook knows of (`UNREACHABLE`, `OTHER_INPUT_IN_FLIGHT`), in the app's own
+   * words or its user's language, as `idempotentAction`'s `messages` gives the server's. Default: idemkit's English.
+   */
+  messages?: FormMessages | undefined;
 }
 
 /** The action, as `idempotentAction` typed it for `useActionState`. */
@@ -99,6 +105,7 @@ export function useIdempotentActionState<State>(
     permalink,
     retry,
     lookupMaxRunningMs = DEFAULT_LOOKUP_MAX_RUNNING_MS,
+    messages,
   } = options;
   checkedNumber("useIdempotentActionState()", "lookupMaxRunningMs", lookupMaxRunningMs, { unlimited: true });
   const hydrated = useSyncExternalStore(
@@ -141,7 +148,7 @@ export function useIdempotentActionState<State>(
     const ours = sent && sent.key === key ? sent : undefined;
     if (form.has(LOOKUP_FIELD)) return lookedUp(previous, form, ours);
     try {
-      const value = await sentWithRetries(() => action(previous, form), policy, unmounted.current);
+      const value = await sentWithRetries(() => action(previous, form), policy, unmounted.current, messages);
       if (ours) settle(ours, { value });
       return value;
     } catch (error) {
@@ -217,7 +224,7 @@ export function useIdempotentActionState<State>(
       if (outcome.does === "refuse") {
         // Out of the press's transition, which would hold the refusal back until the action on its way answers.
         const over = state;
-        queueMicrotask(() => setRefusedPress({ over, refusal: anotherInputInFlight() }));
+        void anotherInputInFlight(messages).then((refusal) => setRefusedPress({ over, refusal }));
         return;
       }
       kept.write(outcome.action);
@@ -225,7 +232,7 @@ export function useIdempotentActionState<State>(
       form.set(IDEMPOTENCY_KEY_FIELD, outcome.action.key);
       dispatch(form);
     },
-    [kept, dispatch, state],
+    [kept, dispatch, state, messages],
   );
 
   // After a reload (or a remount), an action kept without an answer is looked up, once per key (StrictMode runs
